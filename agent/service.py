@@ -1,0 +1,57 @@
+"""The one entry point every surface calls: a question in, an answer with sources out.
+
+`Askdesk.answer` runs router -> (prefetch) -> agent loop, reads/writes memory, traces the
+turn, and degrades to a search-only answer when no provider is configured.
+Surfaces (terminal, Slack, Teams) never talk to the loop, the router or providers directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.messages import ChatMessage
+from agent.references import Reference
+
+Route = Literal["offtopic", "smalltalk", "knowledge", "facility", "clarify"]
+Surface = Literal["cli", "slack", "teams", "eval", "bench"]
+
+# Surfaces pass this to show tool progress ("Searching the knowledge base…").
+ProgressFn = Callable[[str], Awaitable[None]]
+
+
+class AskRequest(BaseModel):
+    text: str
+    surface: Surface = "cli"
+    thread_id: str = "default"  # Slack channel:thread_ts, Teams conversation id, terminal session
+    user_id: str | None = None
+    history: list[ChatMessage] | None = None  # given by surfaces that own history (Slack thread)
+    collection: str | None = None  # knowledge collection override (per Slack channel)
+
+
+class AnswerResult(BaseModel):
+    answer: str
+    route: Route
+    references: list[Reference] = Field(default_factory=list)
+    confidence: float | None = None
+    llm_calls: int = 0
+    tool_calls: list[str] = Field(default_factory=list)
+    latency_ms: float = 0.0
+    search_only: bool = False
+    notice: str | None = None  # e.g. "No LLM provider configured: set OPENAI_API_KEY ..."
+    rewritten_query: str | None = None
+    facilities: list[dict[str, Any]] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "route": self.route,
+            "references": [r.model_dump() for r in self.references],
+            "llm_calls": self.llm_calls,
+            "tool_calls": self.tool_calls,
+            "latency_ms": round(self.latency_ms, 1),
+            "search_only": self.search_only,
+            "notice": self.notice,
+        }

@@ -1,0 +1,85 @@
+"""Test-wide guards and fixtures.
+
+- Any socket connection to a non-loopback address fails the test (no real network, ever).
+- Provider keys and LangSmith variables are cleared so nothing can reach a real service.
+- `settings` gives each test its own data dir (embedded Qdrant, SQLite) under tmp_path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+
+import pytest
+
+from agent.config import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+SAMPLE_KB = REPO / "examples" / "texas-childcare" / "kb"
+SAMPLE_FACILITIES = REPO / "examples" / "texas-childcare" / "facilities.csv"
+
+_ENV_TO_CLEAR = [
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "GROQ_API_KEY", "GROQ_BASE_URL", "GEMINI_API_KEY",
+    "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY",
+    "LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET", "ASKDESK_CONFIG",
+]
+
+
+class RealNetworkCall(AssertionError):
+    pass
+
+
+def _is_local(address) -> bool:
+    if isinstance(address, (str, bytes)) and not isinstance(address, tuple):
+        return True  # AF_UNIX path
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a hostname other than localhost would need DNS: not allowed
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _guarded_connect(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address):
+        raise RealNetworkCall(f"test tried to reach the network: {address!r}")
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address):
+        raise RealNetworkCall(f"test tried to reach the network: {address!r}")
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_real_network():
+    socket.socket.connect = _guarded_connect
+    socket.socket.connect_ex = _guarded_connect_ex
+    yield
+    socket.socket.connect = _real_connect
+    socket.socket.connect_ex = _real_connect_ex
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for name in _ENV_TO_CLEAR:
+        monkeypatch.delenv(name, raising=False)
+    # no askdesk.yaml from the developer's working dir leaks into tests
+    monkeypatch.setenv("ASKDESK_CONFIG", str(tmp_path / "absent-askdesk.yaml"))
+    for name in list(__import__("os").environ):
+        if name.startswith("ASKDESK_") and name != "ASKDESK_CONFIG":
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(data_dir=tmp_path / "data")
