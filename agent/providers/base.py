@@ -23,6 +23,10 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    # added by the providers issue: HTTP requests behind this call (transport retries and
+    # instructor re-asks included), and the error text when the call failed (chain log).
+    requests: int = 1
+    error: str | None = None
 
 
 class Completion(BaseModel, Generic[T]):
@@ -45,6 +49,12 @@ class ProviderNotConfigured(ProviderError):
 
     def __init__(self, message: str, *, provider: str = ""):
         super().__init__(message, provider=provider, retryable=False)
+
+
+def tool_result_text(message: ChatMessage) -> str:
+    """How a `tool` message reaches a model: our tool calls are fields of the structured
+    step, not native tool calls, so results go back as tagged user text."""
+    return f'<tool_result name="{message.name or "tool"}">\n{message.content}\n</tool_result>'
 
 
 @runtime_checkable

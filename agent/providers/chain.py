@@ -1,0 +1,132 @@
+"""A model with fallbacks: the primary spec answers, the next one takes over on failure.
+
+`ModelChain.for_agent(settings)` = [agent_model, *fallback_models];
+`ModelChain.for_router(settings)` = [router_model, agent_model, *fallback_models] — the
+cheap router model first, and routing keeps working when its provider is down.
+Unset model settings default to a model of the first provider whose key is present
+(`DEFAULT_AGENT_MODELS` / `DEFAULT_ROUTER_MODELS`), so setting OPENAI_API_KEY alone is enough.
+
+Fallback rule: a retryable ProviderError (timeout, 429, 5xx, connection, unusable output,
+after the provider's own retries) moves on to the next spec; a not-configured spec is
+skipped; a non-retryable error (400/401/403/404) is raised at once — it is a configuration
+problem that another model would only hide.
+
+Accounting: every provider attempt, failed or not, appends a `Usage` (with `error` set on
+failures and `requests` = HTTP requests behind it) to `chain.calls` and to the optional
+per-turn `calls` list passed to `complete()`; the returned Completion's usage names the
+provider that answered. `llm_calls` of a turn = len(its list).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from agent.config import Settings
+from agent.messages import ChatMessage
+from agent.providers.base import Completion, Provider, ProviderError, ProviderNotConfigured, Usage
+from agent.providers.factory import parse_spec, resolve
+
+T = TypeVar("T", bound=BaseModel)
+
+# (env var that enables it, spec) in order of preference when no model is configured
+DEFAULT_AGENT_MODELS = [
+    ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
+    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
+    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash"),
+    ("GROQ_API_KEY", "groq/llama-3.3-70b-versatile"),
+]
+DEFAULT_ROUTER_MODELS = [
+    ("GROQ_API_KEY", "groq/llama-3.1-8b-instant"),
+    ("OPENAI_API_KEY", "openai/gpt-4.1-nano"),
+    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash-lite"),
+    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash-lite"),
+]
+
+
+def _first_available(defaults: list[tuple[str, str]]) -> str | None:
+    return next((spec for env, spec in defaults if os.environ.get(env)), None)
+
+
+class ModelChain:
+    def __init__(self, specs: Sequence[str | None], *, timeout: float = 30.0, max_retries: int = 2,
+                 settings: Settings | None = None):
+        self.specs = list(dict.fromkeys(s for s in specs if s))  # ordered, no duplicates
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.calls: list[Usage] = []
+        self.missing: list[str] = []  # why a spec cannot run, one line each
+        self._targets: list[tuple[str, Provider, str]] = []  # (spec, provider, model)
+        providers: dict[str, Provider] = {}
+        for spec in self.specs:
+            try:
+                name, model = parse_spec(spec)
+                if name not in providers:
+                    providers[name] = resolve(spec, settings)[0]
+                self._targets.append((spec, providers[name], model))
+            except ProviderNotConfigured as exc:
+                self.missing.append(f"{spec}: {exc}")
+        if not self.specs:
+            self.missing.append(
+                "No LLM is configured: set OPENAI_API_KEY, GEMINI_API_KEY or GROQ_API_KEY "
+                "(or ASKDESK_AGENT_MODEL=provider/model)")
+
+    @classmethod
+    def for_agent(cls, settings: Settings) -> ModelChain:
+        primary = settings.agent_model or _first_available(DEFAULT_AGENT_MODELS)
+        return cls([primary, *settings.fallback_models], timeout=settings.llm_timeout,
+                   max_retries=settings.llm_max_retries, settings=settings)
+
+    @classmethod
+    def for_router(cls, settings: Settings) -> ModelChain:
+        router = settings.router_model or _first_available(DEFAULT_ROUTER_MODELS)
+        agent = settings.agent_model or _first_available(DEFAULT_AGENT_MODELS)
+        return cls([router, agent, *settings.fallback_models], timeout=settings.llm_timeout,
+                   max_retries=settings.llm_max_retries, settings=settings)
+
+    @property
+    def configured(self) -> bool:
+        """At least one spec can run."""
+        return bool(self._targets)
+
+    @property
+    def active_specs(self) -> list[str]:
+        return [spec for spec, _, _ in self._targets]
+
+    async def complete(self, messages: list[ChatMessage], response_model: type[T], *,
+                       timeout: float | None = None, max_retries: int | None = None,
+                       calls: list[Usage] | None = None) -> Completion[T]:
+        """The first answer along the chain; raises the last ProviderError when none answers."""
+        if not self._targets:
+            raise ProviderNotConfigured("; ".join(self.missing))
+        errors: list[str] = []
+        last: ProviderError | None = None
+        for spec, provider, model in self._targets:
+            try:
+                completion = await provider.complete(
+                    messages, response_model, model=model,
+                    max_retries=self.max_retries if max_retries is None else max_retries,
+                    timeout=self.timeout if timeout is None else timeout)
+            except ProviderError as exc:
+                usage = getattr(exc, "usage", None) or Usage(provider=provider.name, model=model, error=str(exc))
+                self._log(usage, calls)
+                if not exc.retryable:
+                    raise
+                errors.append(f"{spec}: {exc}")
+                last = exc
+                continue
+            self._log(completion.usage, calls)
+            return completion
+        assert last is not None
+        if len(errors) == 1:
+            raise last
+        raise ProviderError("every model failed — " + "; ".join(errors), provider=last.provider,
+                            retryable=True) from last
+
+    def _log(self, usage: Usage, calls: list[Usage] | None) -> None:
+        self.calls.append(usage)
+        if calls is not None:
+            calls.append(usage)

@@ -1,0 +1,205 @@
+"""Gemini through google-genai + instructor (function-calling mode), with Gemini's quirks.
+
+Env: GEMINI_API_KEY or GOOGLE_API_KEY (required), GOOGLE_GEMINI_BASE_URL (optional).
+Kept here and nowhere else:
+- messages: system -> system_instruction, assistant -> "model" role, tool results ->
+  tagged user text; consecutive turns of one role are merged (Gemini wants alternation);
+- schema subset: Gemini function declarations take an OpenAPI-style subset, so the
+  response model's JSON schema is rewritten (oneOf -> anyOf, discriminator dropped,
+  const -> one-value enum, titles/defaults/additionalProperties dropped) before
+  instructor maps it; the parsed output is returned as the caller's own class.
+  Gemini cannot declare a free-form object (a `dict[str, Any]` field has no properties and
+  is rejected with "should be non-empty for OBJECT type"), so such a field is declared as
+  a string holding a JSON object and decoded back before validation.
+- per-request timeout and no SDK retries go in the client's HttpOptions (one client per
+  timeout value, cached).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from typing import Any, TypeVar
+
+import instructor
+from google import genai
+from google.genai import types
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from agent.messages import ChatMessage
+from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
+from agent.providers.retry import structured_call
+
+T = TypeVar("T", bound=BaseModel)
+
+_DROPPED_KEYS = {"title", "default", "additionalProperties", "discriminator", "examples", "$schema",
+                 "propertyNames"}
+
+
+def to_gemini_contents(messages: list[ChatMessage]) -> tuple[str | None, list[types.Content]]:
+    """(system_instruction, contents) for generateContent."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system") or None
+    contents: list[types.Content] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "model" if message.role == "assistant" else "user"
+        text = tool_result_text(message) if message.role == "tool" else message.content
+        part = types.Part.from_text(text=text or " ")
+        if contents and contents[-1].role == role:
+            contents[-1].parts.append(part)
+        else:
+            contents.append(types.Content(role=role, parts=[part]))
+    if not contents:  # Gemini rejects an empty conversation: the instruction becomes the turn
+        contents = [types.Content(role="user", parts=[types.Part.from_text(text=system or " ")])]
+        system = None
+    return system, contents
+
+
+def _is_free_form(node: Any) -> bool:
+    return isinstance(node, dict) and node.get("type") == "object" and not node.get("properties")
+
+
+def gemini_schema(node: Any) -> Any:
+    """Rewrite a pydantic JSON schema into the subset Gemini function declarations accept."""
+    if isinstance(node, list):
+        return [gemini_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if _is_free_form(node):
+        description = (node.get("description", "") + " (a JSON object, as a string)").strip()
+        return {"type": "string", "description": description}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED_KEYS:
+            continue
+        if key in ("properties", "$defs"):  # keys are field / model names, keep them all
+            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
+        elif key == "oneOf":
+            out["anyOf"] = gemini_schema(value)
+        elif key == "const":
+            out["enum"] = [value]
+            out.setdefault("type", "string")
+        else:
+            out[key] = gemini_schema(value)
+    if "required" in out:  # Gemini rejects required names that are not properties of the node
+        out["required"] = [name for name in out["required"] if name in out.get("properties", {})]
+        if not out["required"]:
+            del out["required"]
+    return out
+
+
+def decode_free_form(data: Any, schema: Any, defs: dict[str, Any]) -> Any:
+    """Undo the free-form-object-as-string rewrite: walk `data` along the original schema
+    and json-decode strings where an object was declared."""
+    if isinstance(schema, dict) and "$ref" in schema:
+        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    if not isinstance(schema, dict):
+        return data
+    if _is_free_form(schema) and isinstance(data, str):
+        try:
+            decoded = json.loads(data) if data.strip() else {}
+        except json.JSONDecodeError:
+            return data  # validation reports it and instructor re-asks
+        return decoded if isinstance(decoded, dict) else data
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        data = decode_free_form(data, branch, defs)
+    if isinstance(data, dict) and "properties" in schema:
+        props = schema["properties"]
+        return {k: decode_free_form(v, props[k], defs) if k in props else v for k, v in data.items()}
+    if isinstance(data, list) and "items" in schema:
+        return [decode_free_form(item, schema["items"], defs) for item in data]
+    return data
+
+
+@lru_cache(maxsize=64)
+def _gemini_model(response_model: type[BaseModel]) -> type[BaseModel]:
+    """A same-named subclass whose JSON schema is the Gemini-safe one (instructor reads it)
+    and whose validation first decodes free-form objects sent as JSON strings."""
+    original = response_model.model_json_schema()
+    schema = gemini_schema(original)
+    defs = original.get("$defs", {})
+
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return schema
+
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> BaseModel:
+        return response_model.model_validate.__func__(cls, decode_free_form(obj, original, defs), *args, **kwargs)
+
+    return type(response_model.__name__, (response_model,), {
+        "__module__": response_model.__module__,
+        "__doc__": response_model.__doc__,
+        "model_json_schema": classmethod(model_json_schema),
+        "model_validate": classmethod(model_validate),
+    })
+
+
+def _reask_policy(max_retries: int) -> AsyncRetrying:
+    """instructor re-asks on validation errors; a reply without the function call (text, or
+    a MALFORMED_FUNCTION_CALL candidate) fails instructor's asserts instead, so retry those too."""
+    return AsyncRetrying(
+        stop=stop_after_attempt(max(max_retries, 0) + 1),
+        retry=retry_if_exception_type((ValidationError, ValueError, AssertionError)),
+        reraise=True,
+    )
+
+
+def gemini_tokens(response: Any) -> tuple[int, int]:
+    meta = getattr(response, "usage_metadata", None)
+    if meta is None:
+        return 0, 0
+    return int(meta.prompt_token_count or 0), int(meta.candidates_token_count or 0)
+
+
+class GeminiProvider:
+    name = "gemini"
+    key_env = "GEMINI_API_KEY"
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None):
+        self._api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not self._api_key:
+            raise ProviderNotConfigured(
+                "Gemini is not configured: set GEMINI_API_KEY (or GOOGLE_API_KEY)", provider="gemini")
+        self._base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
+        self._clients: dict[float, instructor.AsyncInstructor] = {}
+
+    def _client(self, timeout: float) -> instructor.AsyncInstructor:
+        if timeout not in self._clients:
+            options = types.HttpOptions(
+                base_url=self._base_url,
+                api_version="v1beta",
+                timeout=max(1, int(timeout * 1000)),  # milliseconds
+                retry_options=types.HttpRetryOptions(attempts=1),  # retry.structured_call retries
+            )
+            client = genai.Client(api_key=self._api_key, http_options=options)
+            self._clients[timeout] = instructor.from_genai(client, mode=instructor.Mode.TOOLS, use_async=True)
+        return self._clients[timeout]
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        response_model: type[T],
+        *,
+        model: str,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+    ) -> Completion[T]:
+        system, contents = to_gemini_contents(messages)
+        client = self._client(timeout)
+        safe_model = _gemini_model(response_model)
+
+        async def call(hooks):
+            output, raw = await client.create_with_completion(
+                messages=contents,
+                **({"system": system} if system else {}),
+                response_model=safe_model,
+                model=model,
+                max_retries=_reask_policy(max_retries),
+                hooks=hooks,
+            )
+            return response_model.model_validate(dict(output)), raw
+
+        return await structured_call(provider=self.name, model=model, max_retries=max_retries,
+                                     timeout=timeout, call=call, tokens_of=gemini_tokens, key_env=self.key_env)

@@ -1,0 +1,90 @@
+"""OpenAI through instructor (tool-call mode), and the chat-completions plumbing that
+Groq and OpenAI-compatible servers share.
+
+Env: OPENAI_API_KEY (required), OPENAI_BASE_URL (optional: Azure-style gateways, proxies,
+or any OpenAI-compatible server). SDK retries are off: `retry.structured_call` retries.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+import instructor
+import openai
+from pydantic import BaseModel
+
+from agent.messages import ChatMessage
+from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
+from agent.providers.retry import structured_call
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    """Chat-completions messages; `tool` results become tagged user text (our tool calls
+    live in the structured step, so there is no native tool_call id to answer)."""
+    out: list[dict[str, str]] = []
+    for message in messages:
+        if message.role == "tool":
+            out.append({"role": "user", "content": tool_result_text(message)})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def openai_tokens(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+
+
+class ChatCompletionsProvider:
+    """A provider over an OpenAI-style `chat.completions.create` patched by instructor."""
+
+    name: str = "openai"
+    key_env: str = "OPENAI_API_KEY"
+
+    def __init__(self, client: instructor.AsyncInstructor):
+        self._client = client
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        response_model: type[T],
+        *,
+        model: str,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+    ) -> Completion[T]:
+        async def call(hooks):
+            return await self._client.create_with_completion(
+                messages=to_openai_messages(messages),
+                response_model=response_model,
+                model=model,
+                max_retries=max_retries,
+                timeout=timeout,
+                hooks=hooks,
+            )
+
+        return await structured_call(provider=self.name, model=model, max_retries=max_retries,
+                                     timeout=timeout, call=call, tokens_of=openai_tokens, key_env=self.key_env)
+
+
+class OpenAIProvider(ChatCompletionsProvider):
+    """api.openai.com (or OPENAI_BASE_URL) with instructor Mode.TOOLS."""
+
+    name = "openai"
+    key_env = "OPENAI_API_KEY"
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
+                 mode: instructor.Mode = instructor.Mode.TOOLS):
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            raise ProviderNotConfigured(
+                "OpenAI is not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server)",
+                provider="openai")
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                                    max_retries=0)
+        super().__init__(instructor.from_openai(client, mode=mode))

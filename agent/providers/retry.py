@@ -1,0 +1,238 @@
+"""One structured call with transport retries, error mapping and usage metering.
+
+Shared by every provider module so they all behave the same:
+- instructor re-asks the model on invalid JSON / validation errors (its own `max_retries`);
+- timeouts, connection errors, 408/409/429 and 5xx are retried here with exponential
+  backoff (honouring `Retry-After`), because SDK retries differ per SDK and are disabled;
+- every failure becomes a `ProviderError`: `retryable=True` (timeout, 429, 5xx, connection,
+  unusable output — another provider may do better) or `False` (400/401/403/404 — fix the
+  configuration); `ProviderError.usage` carries what the failed call cost.
+- `Usage` counts the HTTP requests behind a call and sums tokens over re-asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from instructor.core.hooks import Hooks
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from agent.providers.base import Completion, ProviderError, Usage
+
+T = TypeVar("T", bound=BaseModel)
+
+# instructor logs every failed attempt at ERROR; we report failures ourselves, so keep its
+# records for an app that configures logging but out of the terminal by default.
+logging.getLogger("instructor").addHandler(logging.NullHandler())
+
+
+@dataclass
+class Backoff:
+    """Wait between transport retries; module-level so tests can shrink it."""
+
+    initial: float = 0.5  # first wait, doubled per retry
+    maximum: float = 8.0  # cap of the exponential wait
+    retry_after_cap: float = 20.0  # longest Retry-After we honour before giving up on waiting
+    jitter: float = 0.25  # +- fraction of randomness
+
+
+BACKOFF = Backoff()
+
+TRANSIENT_STATUS = {408, 409, 425, 429} | set(range(500, 600))
+
+
+class TransientProviderError(ProviderError):
+    """A failure worth retrying on the same provider (timeout, 429, 5xx, connection)."""
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message, provider=provider, retryable=True)
+        self.status = status
+        self.retry_after = retry_after
+
+
+# --------------------------------------------------------------------------- error mapping
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    from instructor.core.exceptions import ResponseParsingError
+
+    return (ValidationError, json.JSONDecodeError, ResponseParsingError, AssertionError)
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)  # openai / groq APIStatusError
+    if isinstance(status, int):
+        return status
+    code = getattr(exc, "code", None)  # google.genai.errors.APIError
+    if isinstance(code, int) and 100 <= code < 600:
+        return code
+    status = getattr(exc, "status", None)  # aiohttp.ClientResponseError
+    return status if isinstance(status, int) and 100 <= status < 600 else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return float(headers["retry-after-ms"]) / 1000
+        if headers.get("retry-after") is not None:
+            return float(headers["retry-after"])
+    except (TypeError, ValueError):
+        return None  # an HTTP date: fall back to exponential backoff
+    return None
+
+
+def _server_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)  # openai / groq
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    message = getattr(exc, "message", None)  # google-genai
+    if isinstance(message, str) and message:
+        return message
+    return str(exc) or type(exc).__name__
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return True
+    name = type(exc).__name__
+    return "Timeout" in name or any("Timeout" in c.__name__ for c in type(exc).__mro__)
+
+
+def _is_connection(exc: BaseException) -> bool:
+    import httpx
+
+    if isinstance(exc, (httpx.TransportError, ConnectionError, OSError)):
+        return True
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "ClientConnectionError", "ServerDisconnectedError",
+                         "ClientPayloadError", "ClientOSError"})
+
+
+def classify(exc: BaseException, *, provider: str, timeout: float, key_env: str = "") -> ProviderError:
+    """Map any SDK / instructor exception to a ProviderError the chain can act on."""
+    if isinstance(exc, ProviderError):
+        return exc
+    from instructor.core.exceptions import InstructorRetryException
+
+    if isinstance(exc, InstructorRetryException):
+        cause = exc.__cause__
+        if cause is None or isinstance(cause, _parse_errors()):
+            attempts = getattr(exc, "n_attempts", None)
+            detail = str(cause or exc).strip().splitlines()[0:3]
+            return ProviderError(
+                f"{provider} returned output that does not fit the expected structure"
+                f"{f' after {attempts} attempts' if attempts else ''}: {' '.join(detail)}",
+                provider=provider, retryable=True)
+        exc = cause
+    if _is_timeout(exc):
+        return TransientProviderError(f"{provider} did not answer within {timeout:g}s", provider=provider)
+    status = _status_of(exc)
+    if status is not None:
+        message = _server_message(exc)
+        if status in TRANSIENT_STATUS:
+            return TransientProviderError(f"{provider} answered HTTP {status}: {message}", provider=provider,
+                                          status=status, retry_after=_retry_after(exc))
+        hint = f" (check {key_env})" if status in (401, 403) and key_env else ""
+        return ProviderError(f"{provider} rejected the request with HTTP {status}{hint}: {message}",
+                             provider=provider, retryable=False)
+    if _is_connection(exc):
+        return TransientProviderError(f"{provider} is unreachable: {exc}", provider=provider)
+    if isinstance(exc, _parse_errors()):
+        return ProviderError(f"{provider} returned unusable output: {exc}", provider=provider, retryable=True)
+    return ProviderError(f"{provider} call failed: {type(exc).__name__}: {exc}", provider=provider, retryable=False)
+
+
+# --------------------------------------------------------------------------- the call
+
+
+def _wait(retry_state: Any) -> float:
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None and retry_after >= 0:
+        return min(retry_after, BACKOFF.retry_after_cap)
+    base = min(BACKOFF.initial * 2 ** (retry_state.attempt_number - 1), BACKOFF.maximum)
+    return max(0.0, base * (1 + random.uniform(-BACKOFF.jitter, BACKOFF.jitter)))
+
+
+@dataclass
+class _Meter:
+    tokens_of: Callable[[Any], tuple[int, int]]
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def hooks(self) -> Hooks:
+        hooks = Hooks()
+        hooks.on("completion:kwargs", self._on_request)
+        hooks.on("completion:response", self._on_response)
+        return hooks
+
+    def _on_request(self, *args: Any, **kwargs: Any) -> None:
+        self.requests += 1
+
+    def _on_response(self, response: Any) -> None:
+        try:
+            tokens_in, tokens_out = self.tokens_of(response)
+        except Exception:  # usage is best effort, never a failure
+            return
+        self.input_tokens += tokens_in or 0
+        self.output_tokens += tokens_out or 0
+
+
+async def structured_call(
+    *,
+    provider: str,
+    model: str,
+    max_retries: int,
+    timeout: float,
+    call: Callable[[Hooks], Awaitable[tuple[T, Any]]],
+    tokens_of: Callable[[Any], tuple[int, int]],
+    key_env: str = "",
+) -> Completion[T]:
+    """Run `call(hooks)` (an instructor create_with_completion) with transport retries.
+
+    `timeout` bounds each HTTP request (the provider passes it to its SDK); a guard of
+    `timeout x requests` covers an SDK that would ignore it.
+    """
+    meter = _Meter(tokens_of)
+    started = time.perf_counter()
+    guard = timeout * (max(max_retries, 0) + 1) + 1.0
+
+    def usage(error: str | None = None) -> Usage:
+        return Usage(provider=provider, model=model, input_tokens=meter.input_tokens,
+                     output_tokens=meter.output_tokens, latency_ms=(time.perf_counter() - started) * 1000,
+                     requests=meter.requests, error=error)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(max(max_retries, 0) + 1),
+        wait=_wait,
+        retry=retry_if_exception(lambda e: isinstance(e, TransientProviderError)),
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                try:
+                    async with asyncio.timeout(guard):
+                        output, _raw = await call(meter.hooks())
+                except Exception as exc:
+                    raise classify(exc, provider=provider, timeout=timeout, key_env=key_env) from exc
+    except ProviderError as err:
+        err.usage = usage(str(err))  # type: ignore[attr-defined]
+        raise
+    return Completion(output=output, usage=usage())

@@ -1,0 +1,89 @@
+"""ModelChain: fallback order, skipping unconfigured providers, and the per-call log."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.config import Settings
+from agent.messages import ChatMessage
+from agent.providers.base import ProviderError, ProviderNotConfigured, Usage
+from agent.providers.chain import ModelChain
+from tests.fakes.llm_models import FINAL, FinalAnswer, Step
+
+MESSAGES = [ChatMessage(role="user", content="Who qualifies for child care aid?")]
+
+
+async def test_500s_on_primary_fall_back_to_next_provider(llm_server):
+    llm_server.script_error("openai", 500, times=3)
+    llm_server.script("groq", FINAL, input_tokens=50, output_tokens=12)
+    chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"], max_retries=2)
+    turn: list[Usage] = []
+
+    completion = await chain.complete(MESSAGES, Step, calls=turn)
+
+    assert isinstance(completion.output.step, FinalAnswer)
+    assert (completion.usage.provider, completion.usage.model) == ("groq", "llama-3.3-70b-versatile")
+    assert [(u.provider, u.requests, u.error is not None) for u in turn] == [("openai", 3, True), ("groq", 1, False)]
+    assert "HTTP 500" in turn[0].error
+    assert chain.calls == turn
+    assert [r.provider for r in llm_server.requests] == ["openai"] * 3 + ["groq"]
+
+
+async def test_timeout_falls_back_to_gemini(llm_server):
+    llm_server.script_delay("groq", 2.0)
+    llm_server.script("gemini", FINAL)
+    chain = ModelChain(["groq/llama-3.1-8b-instant", "gemini/gemini-2.5-flash"], timeout=0.3, max_retries=0)
+    completion = await chain.complete(MESSAGES, Step)
+    assert completion.usage.provider == "gemini"
+    assert "within 0.3s" in chain.calls[0].error
+
+
+async def test_401_is_raised_without_fallback(llm_server):
+    llm_server.script_error("openai", 401)
+    chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"])
+    with pytest.raises(ProviderError, match="HTTP 401") as err:
+        await chain.complete(MESSAGES, Step)
+    assert not err.value.retryable
+    assert llm_server.requests_for("groq") == []
+
+
+async def test_unconfigured_specs_are_skipped_and_reported(llm_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    llm_server.script("gemini", FINAL)
+    chain = ModelChain(["openai/gpt-4.1-mini", "gemini/gemini-2.5-flash"])
+    assert chain.active_specs == ["gemini/gemini-2.5-flash"]
+    assert "set OPENAI_API_KEY" in chain.missing[0]
+    assert (await chain.complete(MESSAGES, Step)).usage.provider == "gemini"
+
+
+async def test_every_model_failing_raises_one_error_naming_each(llm_server):
+    llm_server.script_error("openai", 503)
+    llm_server.script_error("groq", 429, headers={"retry-after": "0"})
+    chain = ModelChain(["openai/a", "groq/b"], max_retries=0)
+    with pytest.raises(ProviderError, match="every model failed") as err:
+        await chain.complete(MESSAGES, Step)
+    assert err.value.retryable
+    assert "openai/a: openai answered HTTP 503" in str(err.value) and "groq/b: groq answered HTTP 429" in str(err.value)
+    assert len(chain.calls) == 2
+
+
+async def test_no_provider_configured():
+    chain = ModelChain.for_agent(Settings())
+    assert not chain.configured
+    assert "OPENAI_API_KEY" in chain.missing[0]
+    with pytest.raises(ProviderNotConfigured):
+        await chain.complete(MESSAGES, Step)
+
+
+def test_specs_from_settings_and_defaults_from_present_keys(monkeypatch):
+    settings = Settings(agent_model="openai/gpt-4.1", router_model="groq/llama-3.1-8b-instant",
+                        fallback_models=["gemini/gemini-2.5-flash", "openai/gpt-4.1"], llm_timeout=7, llm_max_retries=1)
+    agent = ModelChain.for_agent(settings)
+    assert agent.specs == ["openai/gpt-4.1", "gemini/gemini-2.5-flash"]
+    assert (agent.timeout, agent.max_retries) == (7, 1)
+    assert ModelChain.for_router(settings).specs == [
+        "groq/llama-3.1-8b-instant", "openai/gpt-4.1", "gemini/gemini-2.5-flash"]
+
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    assert ModelChain.for_agent(Settings()).active_specs == ["gemini/gemini-2.5-flash"]
+    assert ModelChain.for_router(Settings()).active_specs == ["gemini/gemini-2.5-flash-lite", "gemini/gemini-2.5-flash"]
