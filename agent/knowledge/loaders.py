@@ -1,0 +1,162 @@
+"""Turn files into text documents: Markdown, plain text, HTML (beautifulsoup4), PDF (pypdf).
+
+Every loader returns Markdown-flavoured text so one heading-aware chunker serves all formats:
+HTML headings become `#` lines and tables `| a | b |` rows; PDF pages become `## Page N`
+sections (PDFs carry no reliable headings, but a page number is a useful citation).
+Files that cannot be used raise `LoadError` with a short reason; the caller reports and skips.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
+HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+PDF_SUFFIXES = {".pdf"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
+
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
+
+
+class LoadError(Exception):
+    """The file is unreadable, empty, binary or of an unsupported type."""
+
+
+@dataclass
+class Document:
+    source: str  # stable name used in citations and as the file's key in the store
+    title: str
+    text: str  # Markdown-flavoured
+    format: str  # "markdown" | "text" | "html" | "pdf"
+    url: str | None = None
+
+
+def title_from_name(path: Path) -> str:
+    return re.sub(r"[-_]+", " ", path.stem).strip().capitalize() or path.name
+
+
+def _decode(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise LoadError("binary file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("cp1252", errors="replace")
+    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\r\n\t\f")
+    if controls > len(text[:8192]) * 0.01 or text.count("\ufffd") > len(text) * 0.01:
+        raise LoadError("binary file (not valid text)")
+    return text
+
+
+def _load_markdown(path: Path, source: str, data: bytes) -> Document:
+    text = _decode(data)
+    url = None
+    title = None
+    fm = _FRONT_MATTER.match(text)
+    if fm:
+        import yaml
+
+        try:
+            meta = yaml.safe_load(fm.group(1)) or {}
+        except yaml.YAMLError:
+            meta = {}
+        if isinstance(meta, dict):
+            title = str(meta["title"]) if meta.get("title") else None
+            url = str(meta["url"]) if meta.get("url") else None
+        text = text[fm.end() :]
+    h1 = _H1.search(text)
+    title = title or (h1.group(1).strip() if h1 else title_from_name(path))
+    fmt = "markdown" if path.suffix.lower() in {".md", ".markdown"} else "text"
+    return Document(source=source, title=title, text=text, format=fmt, url=url)
+
+
+_BLOCKS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "tr", "pre", "blockquote", "dt", "dd", "caption"]
+
+
+def _load_html(path: Path, source: str, data: bytes) -> Document:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "html.parser")
+    for tag in soup(["script", "style", "noscript", "nav", "footer", "header", "form", "svg", "template"]):
+        tag.decompose()
+    url = None
+    canonical = soup.find("link", rel="canonical") or soup.find("meta", property="og:url")
+    if canonical is not None:
+        url = canonical.get("href") or canonical.get("content")
+    h1 = soup.find("h1")
+    title = (soup.title.get_text(" ", strip=True) if soup.title else "") or (
+        h1.get_text(" ", strip=True) if h1 else ""
+    )
+    root = soup.body or soup
+    lines: list[str] = []
+    block_set = set(_BLOCKS)
+    for el in root.find_all(_BLOCKS):
+        if any(parent.name in block_set for parent in el.parents if parent is not root) and el.name != "tr":
+            continue  # nested block: its text is part of the enclosing block
+        if el.name == "tr":
+            cells = [c.get_text(" ", strip=True).replace("|", "/") for c in el.find_all(["th", "td"])]
+            if cells:
+                lines.append("| " + " | ".join(cells) + " |")
+            continue
+        text = el.get_text(" ", strip=True)
+        if not text:
+            continue
+        if el.name[0] == "h" and el.name[1:].isdigit():
+            lines.extend(["", "#" * int(el.name[1:]) + " " + text, ""])
+        elif el.name == "li":
+            lines.append("- " + text)
+        else:
+            lines.extend([text, ""])
+    body = "\n".join(lines)
+    body = re.sub(r"\n{3,}", "\n\n", body).strip()
+    if not body:  # a page of bare text without block tags
+        body = root.get_text("\n", strip=True)
+    return Document(source=source, title=title or title_from_name(path), text=body, format="html", url=url)
+
+
+def _load_pdf(path: Path, source: str, data: bytes) -> Document:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise LoadError("encrypted PDF")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    except LoadError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        raise LoadError(f"unreadable PDF ({type(exc).__name__}: {exc})") from exc
+    sections = [f"## Page {i}\n\n{text}" for i, text in enumerate(pages, start=1) if text]
+    if not sections:
+        raise LoadError("PDF has no extractable text (scanned images?)")
+    first_line = next((ln.strip() for ln in pages[0].splitlines() if ln.strip()), "") if pages else ""
+    title = str(meta_title).strip() or first_line[:120] or title_from_name(path)
+    return Document(source=source, title=title, text="\n\n".join(sections), format="pdf")
+
+
+def load_document(path: Path, source: str | None = None) -> Document:
+    """Read one file into a Document, or raise LoadError saying why it cannot be used."""
+    source = source or path.name
+    suffix = path.suffix.lower()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"unreadable ({exc.strerror or type(exc).__name__})") from exc
+    if not data.strip():
+        raise LoadError("empty file")
+    if suffix in PDF_SUFFIXES or data[:5] == b"%PDF-":
+        doc = _load_pdf(path, source, data)
+    elif suffix in HTML_SUFFIXES:
+        doc = _load_html(path, source, data)
+    else:
+        doc = _load_markdown(path, source, data)
+    if not doc.text.strip():
+        raise LoadError("no text content")
+    return doc

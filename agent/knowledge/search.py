@@ -1,0 +1,174 @@
+"""Hybrid search over a knowledge collection: dense + BM25 prefetch fused by RRF in Qdrant.
+
+`Passage.dense_score` is the cosine similarity between the query and the passage even in
+hybrid mode (RRF scores are ranks, not evidence strength); the formatted-context tool uses it
+to flag weak evidence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+from qdrant_client import models
+
+from agent.knowledge.embedders import EmbedderError
+from agent.knowledge.sparse import bm25_query
+from agent.knowledge.store import (  # noqa: F401  (KnowledgeBaseUnavailable is part of this API)
+    DENSE,
+    SPARSE,
+    EmbedderMismatch,
+    KnowledgeBaseUnavailable,
+    check_embedder,
+    collection_metadata,
+)
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+SearchMode = Literal["hybrid", "dense", "sparse"]
+
+# Candidates each retriever contributes to the fusion. Wider than top_k so that a passage
+# ranked mid-list by both retrievers can win; small enough to stay fast.
+PREFETCH_MIN = 30
+# RRF constant and per-retriever weights (dense, sparse), measured on the dev set with
+# bench/bench_retrieval.py. Qdrant's own default k=2 rewards a passage that one retriever is
+# sure about; the multilingual dense model is the stronger retriever here, so BM25 counts less
+# (Qdrant applies a weight w as rank/w). k=60 (the textbook value) lost two questions that
+# only the dense retriever found.
+# A query holding an exact identifier (a figure, code, phone number or e-mail address: any
+# digit or "@") gives BM25 full weight: that is what embeddings cannot represent, and the one
+# chunk that contains "1-888-265-6461" must beat the dense retriever's vague favourite.
+RRF_K = 2
+RRF_WEIGHTS = (1.0, 0.4)
+RRF_WEIGHTS_EXACT = (1.0, 1.0)
+_EXACT_TERM = re.compile(r"\d|@")
+
+
+def fusion(query: str) -> models.RrfQuery:
+    """The RRF parameters for `query` (see the constants above)."""
+    weights = RRF_WEIGHTS_EXACT if _EXACT_TERM.search(query) else RRF_WEIGHTS
+    return models.RrfQuery(rrf=models.Rrf(k=RRF_K, weights=list(weights)))
+
+
+class Passage(BaseModel):
+    text: str
+    source: str
+    title: str = ""
+    section: str = ""
+    score: float
+    chunk_index: int = 0
+    lang: str = ""
+    url: str | None = None
+    dense_score: float | None = None
+
+
+class SearchFilters(BaseModel):
+    source: str | None = None
+    lang: str | None = None
+
+    def to_qdrant(self) -> models.Filter | None:
+        must = [
+            models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            for key, value in (("source", self.source), ("lang", self.lang))
+            if value
+        ]
+        return models.Filter(must=must) if must else None
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+async def _check_collection(runtime: "Runtime", name: str) -> None:
+    try:
+        metadata = await collection_metadata(runtime, name)
+    except Exception as exc:
+        where = runtime.settings.qdrant_url or str(runtime.settings.qdrant_path)
+        raise KnowledgeBaseUnavailable(
+            f"the vector store at {where} cannot be reached ({type(exc).__name__}: {exc})"
+        ) from exc
+    if metadata is None:
+        raise KnowledgeBaseUnavailable(
+            f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first"
+        )
+    if not metadata.get("embedder"):
+        return
+    try:
+        check_embedder(name, metadata, runtime.embedder())
+    except EmbedderError as exc:
+        raise KnowledgeBaseUnavailable(f"the configured embedder cannot be used: {exc}") from exc
+
+
+def _passage(point: models.ScoredPoint, query_vector: list[float] | None) -> Passage:
+    payload: dict[str, Any] = point.payload or {}
+    dense_score = None
+    vectors = point.vector if isinstance(point.vector, dict) else None
+    if query_vector is not None and vectors and DENSE in vectors:
+        dense_score = _cosine(query_vector, vectors[DENSE])  # type: ignore[arg-type]
+    return Passage(
+        text=payload.get("text", ""),
+        source=payload.get("source", ""),
+        title=payload.get("title", ""),
+        section=payload.get("section", ""),
+        score=float(point.score),
+        chunk_index=int(payload.get("chunk_index", 0)),
+        lang=payload.get("lang", ""),
+        url=payload.get("url"),
+        dense_score=dense_score,
+    )
+
+
+async def search(
+    runtime: "Runtime",
+    query: str,
+    *,
+    top_k: int = 5,
+    collection: str | None = None,
+    filters: SearchFilters | None = None,
+    mode: SearchMode = "hybrid",
+) -> list[Passage]:
+    """The `top_k` best passages for `query` (hybrid by default)."""
+    name = collection or runtime.settings.collection
+    query = query.strip()
+    if not query:
+        return []
+    await _check_collection(runtime, name)
+    flt = filters.to_qdrant() if filters else None
+    try:
+        dense_vec = await runtime.embedder().embed_query(query) if mode != "sparse" else None
+    except EmbedderError as exc:
+        raise KnowledgeBaseUnavailable(f"cannot embed the query: {exc}") from exc
+    sparse_vec = bm25_query(query) if mode != "dense" else None
+    prefetch_limit = max(PREFETCH_MIN, 3 * top_k)
+    try:
+        if mode == "hybrid":
+            response = await runtime.qdrant.query_points(
+                name,
+                prefetch=[
+                    models.Prefetch(query=dense_vec, using=DENSE, limit=prefetch_limit, filter=flt),
+                    models.Prefetch(query=sparse_vec, using=SPARSE, limit=prefetch_limit, filter=flt),
+                ],
+                query=fusion(query),
+                limit=top_k,
+                with_payload=True,
+                with_vectors=[DENSE],
+            )
+        elif mode == "dense":
+            response = await runtime.qdrant.query_points(
+                name, query=dense_vec, using=DENSE, query_filter=flt, limit=top_k, with_payload=True, with_vectors=[DENSE]
+            )
+        else:
+            response = await runtime.qdrant.query_points(
+                name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=top_k, with_payload=True
+            )
+    except Exception as exc:
+        raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
+    if not response.points and not flt and (await runtime.qdrant.count(name, exact=False)).count == 0:
+        raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
+    return [_passage(p, dense_vec) for p in response.points]

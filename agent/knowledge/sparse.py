@@ -1,0 +1,128 @@
+"""BM25 sparse vectors for Qdrant (the IDF half is Qdrant's `Modifier.IDF`).
+
+Documents get BM25's saturated, length-normalised term frequency; queries get weight 1 per
+unique term, so Qdrant's dot product with IDF applied is the BM25 score. Terms are hashed to
+32-bit indices (stable across processes and machines).
+
+Tokens are built for the staff's questions: amounts and codes survive whole ("$4,106" ->
+"4,106" and "4106", "TX3C", "800-735-2989", "6:00"), a short code followed by a number also
+yields a joined term ("HB 59" -> "hb_59"), accent-folded duplicates let "dias" match "días",
+and Snowball stems (English, Spanish) let "drills" match "drill".
+SPARSE_VERSION is part of every file's hash: changing tokenisation re-indexes on the next ingest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+import snowballstemmer
+from qdrant_client import models
+
+from agent.knowledge.language import _STOP, detect_language
+
+SPARSE_VERSION = 2
+K1 = 1.2
+B = 0.75
+AVG_DOC_TERMS = 90.0  # mean index terms per chunk of the sample KB at chunk_chars=1200
+
+# A word, possibly joined to more word parts by . , : / - ' (numbers, codes, dates, phone numbers).
+_RAW = re.compile(r"\w+(?:[.,:/'’\-]\w+)*")
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_NUMERIC = re.compile(r"^[\d.,:/\-]+$")
+_SPLIT = re.compile(r"[.,:/'’\-]")
+
+_STOPWORDS = frozenset().union(*_STOP.values()) | frozenset(
+    "a i me my we our us it its they them their he she his her there here then than so but "
+    "also any all about into over after before up out ya q pa e u".split()
+)
+_STEMMERS = {"en": snowballstemmer.stemmer("english"), "es": snowballstemmer.stemmer("spanish")}
+
+
+def _fold(term: str) -> str:
+    """Accent-fold ("días" -> "dias", "đ" -> "d")."""
+    decomposed = unicodedata.normalize("NFKD", term.replace("đ", "d"))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str, lang: str) -> str:
+    stemmer = _STEMMERS.get(lang)
+    return stemmer.stemWord(word) if stemmer else word
+
+
+def _word_terms(word: str, lang: str) -> list[str]:
+    """The word's stem, plus its accent-folded form when that differs ("días" -> "dia", "dias").
+
+    One stem rather than surface + stem keeps vectors short: embedded Qdrant scores sparse
+    vectors in Python, point by point, so every term costs search time."""
+    term = _stem(word, lang if lang in _STEMMERS else "en") if word.isalpha() and len(word) > 3 else word
+    folded = _fold(term)
+    return [term] if folded == term else [term, folded]
+
+
+def tokens(text: str, lang: str | None = None) -> list[str]:
+    """Index terms of `text`, with repeats (term frequency matters for documents)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    lang = lang or detect_language(text)
+    out: list[str] = []
+    prev: str | None = None  # last surface token, for "hb 59" style pairs
+    last_end = 0
+    for match in _RAW.finditer(text):
+        if text[last_end : match.start()].strip():
+            prev = None  # only directly adjacent words pair up ("HB 59", not "hours/week $7")
+        last_end = match.end()
+        raw = match.group().strip("'’")
+        if not raw:
+            continue
+        if _NUMERIC.match(raw) and any(ch.isdigit() for ch in raw):
+            raw = raw.rstrip(".,:/-")
+            out.append(raw)
+            if _THOUSANDS.match(raw):
+                out.append(raw.replace(",", ""))
+            elif "-" in raw or "/" in raw:
+                out.extend(p for p in _SPLIT.split(raw) if p)  # ranges: "0-17" -> 0, 17
+            if prev and prev.isalpha() and len(prev) <= 4:
+                out.append(f"{prev}_{raw}")
+            prev = raw
+            continue
+        parts = [p for p in _SPLIT.split(raw) if p] if _SPLIT.search(raw) else [raw]
+        if len(parts) > 1 and any(ch.isdigit() for ch in raw):
+            out.append(raw)  # codes like "b-3", "covid-19"
+        for part in parts:
+            if part in _STOPWORDS or (len(part) == 1 and not part.isdigit()):
+                prev = None
+                continue
+            out.extend(_word_terms(part, lang))
+            prev = part
+    return out
+
+
+def term_index(term: str) -> int:
+    """Stable 32-bit index of a term (Python's hash() is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "little")
+
+
+def _vector(weights: dict[str, float]) -> models.SparseVector:
+    merged: dict[int, float] = {}
+    for term, weight in weights.items():
+        idx = term_index(term)
+        merged[idx] = max(merged.get(idx, 0.0), weight)
+    indices = sorted(merged)
+    return models.SparseVector(indices=indices, values=[merged[i] for i in indices])
+
+
+def bm25_document(text: str, lang: str | None = None) -> models.SparseVector:
+    """BM25 term weights of a chunk: tf*(k1+1) / (tf + k1*(1 - b + b*len/avglen))."""
+    terms = tokens(text, lang)
+    counts = Counter(terms)
+    norm = K1 * (1 - B + B * len(terms) / AVG_DOC_TERMS)
+    return _vector({t: tf * (K1 + 1) / (tf + norm) for t, tf in counts.items()})
+
+
+def bm25_query(text: str, lang: str | None = None) -> models.SparseVector:
+    """Weight 1 per unique query term; Qdrant multiplies by IDF at search time."""
+    return _vector({t: 1.0 for t in tokens(text, lang)})

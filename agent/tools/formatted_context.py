@@ -1,0 +1,106 @@
+"""`get_formatted_context`: knowledge-base passages formatted for the model, with citations.
+
+Each passage becomes a `<document index=.. source=.. title=.. section=.. score=..>` block so the
+model can tell passages apart and cite them; the blocks stop at the character budget
+(settings.context_chars). When even the best passage is a poor semantic match the text says
+so, letting the agent refuse instead of guessing.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from agent.knowledge.search import Passage, search
+from agent.references import Reference
+from agent.tools.base import Tool, ToolResult
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+WEAK_EVIDENCE_NOTE = (
+    "NOTE: weak evidence — none of these passages closely matches the question "
+    "(best similarity {best:.2f} < {threshold:.2f}). If they do not answer it, say that the "
+    "knowledge base does not cover it instead of guessing."
+)
+NO_RESULTS = "No passages found in the knowledge base for this query."
+
+
+class ContextArgs(BaseModel):
+    query: str = Field(..., min_length=1, description="What to look up, in the user's words plus key terms.")
+    top_k: int = Field(5, ge=1, le=20, description="How many passages to return.")
+
+
+def _attr(value: str) -> str:
+    return escape(value, quote=True)
+
+
+def format_passage(index: int, p: Passage, text: str | None = None) -> str:
+    body = p.text if text is None else text
+    return (
+        f'<document index="{index}" source="{_attr(p.source)}" title="{_attr(p.title)}" '
+        f'section="{_attr(p.section)}" score="{p.score:.3f}">\n{body}\n</document>'
+    )
+
+
+def format_passages(passages: list[Passage], budget: int) -> tuple[str, list[Passage]]:
+    """Blocks in rank order until `budget` characters; the first one is trimmed rather than dropped."""
+    blocks: list[str] = []
+    used: list[Passage] = []
+    total = 0
+    for i, p in enumerate(passages, start=1):
+        block = format_passage(i, p)
+        sep = 2 if blocks else 0
+        if total + sep + len(block) > budget:
+            if blocks:
+                break
+            overhead = len(block) - len(p.text)
+            room = max(0, budget - overhead - 1)
+            block = format_passage(i, p, p.text[:room] + "…")
+        blocks.append(block)
+        used.append(p)
+        total += sep + len(block)
+    return "\n\n".join(blocks), used
+
+
+def reference_of(p: Passage) -> Reference:
+    return Reference(source=p.source, title=p.title, section=p.section, url=p.url, score=p.score)
+
+
+async def get_formatted_context(
+    runtime: "Runtime", query: str, top_k: int = 5, *, collection: str | None = None
+) -> ToolResult:
+    """Search the knowledge base and return the best passages as <document> blocks with sources."""
+    settings = runtime.settings
+    passages = await search(runtime, query, top_k=top_k, collection=collection)
+    if not passages:
+        return ToolResult(text=NO_RESULTS, weak_evidence=True, data=[])
+    text, used = format_passages(passages, settings.context_chars)
+    best = max((p.dense_score for p in used if p.dense_score is not None), default=None)
+    weak = best is not None and best < settings.min_score
+    if weak:
+        text += "\n\n" + WEAK_EVIDENCE_NOTE.format(best=best, threshold=settings.min_score)
+    refs: list[Reference] = []
+    for p in used:
+        ref = reference_of(p)
+        if all((r.source, r.section) != (ref.source, ref.section) for r in refs):
+            refs.append(ref)
+    return ToolResult(text=text, references=refs, data=[p.model_dump() for p in used], weak_evidence=weak)
+
+
+def make_tool(runtime: "Runtime", *, collection: str | None = None) -> Tool:
+    async def run(args: ContextArgs) -> ToolResult:
+        """Search the organisation's knowledge base (policies, guides, rate charts, reports) and
+        return the most relevant passages with their source, title and section for citation.
+        Use it for any question about the organisation's programs, rules, amounts or procedures.
+        Query with the key terms of the question (names, codes, numbers, years)."""
+        return await get_formatted_context(runtime, args.query, args.top_k, collection=collection)
+
+    return Tool(
+        name="get_formatted_context",
+        args_model=ContextArgs,
+        fn=run,
+        progress="Searching the knowledge base…",
+    )

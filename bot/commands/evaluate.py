@@ -1,0 +1,64 @@
+"""`askdesk eval FILE [--json] [--top-k 5]`: score the build against an eval YAML file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from agent.config import load_settings
+from agent.runtime import Runtime
+
+
+def eval_cmd(
+    file: Path = typer.Argument(..., help="Eval YAML (sections: retrieval, offtopic, conversations, facility)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object keyed by section."),
+    top_k: int = typer.Option(5, "--top-k", min=1, max=50, help="Passages per question."),
+) -> None:
+    """Run every section of FILE this build supports; others are reported as skipped."""
+    from agent.evaluation import load_eval_file, run_eval, section_module
+    from agent.knowledge.search import KnowledgeBaseUnavailable
+
+    if not file.is_file():
+        typer.echo(f"error: {file} is not a file", err=True)
+        raise typer.Exit(2)
+    try:
+        load_eval_file(file)
+    except Exception as exc:  # YAML syntax error, wrong top-level type
+        typer.echo(f"error: cannot read {file}: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    async def main():
+        runtime = Runtime.open(load_settings())
+        try:
+            return await run_eval(file, runtime, top_k=top_k)
+        finally:
+            await runtime.close()
+
+    try:
+        results = asyncio.run(main())
+    except KnowledgeBaseUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        typer.echo(f"error: evaluation failed: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+    if as_json:
+        typer.echo(json.dumps(results, indent=2, ensure_ascii=False, default=str))
+        return
+    for name, result in results.items():
+        typer.echo(f"== {name}")
+        module = section_module(name) if "skipped" not in result else None
+        if module is None or not hasattr(module, "render"):
+            reason = result.get("skipped", "no renderer") if isinstance(result, dict) else "no renderer"
+            typer.echo(f"skipped ({reason})")
+        else:
+            typer.echo(module.render(result))
+        typer.echo("")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_cmd)

@@ -1,0 +1,146 @@
+"""`askdesk ingest PATH... [--collection NAME] [--prune]` and `askdesk search "query" [--json]`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from agent.config import load_settings
+from agent.runtime import Runtime
+
+
+def _run(coro_factory):
+    """One Runtime per command; always closed (embedded Qdrant holds a directory lock)."""
+
+    async def main():
+        runtime = Runtime.open(load_settings())
+        try:
+            return await coro_factory(runtime)
+        finally:
+            await runtime.close()
+
+    return asyncio.run(main())
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+class _RichProgress:
+    """Two rich bars (files, chunks) driven by the ingest progress hooks."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bars = Progress(
+            TextColumn("{task.description:<7}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[current]}"),
+            transient=False,
+        )
+        self.files = self.bars.add_task("files", total=None, current="")
+        self.chunks = self.bars.add_task("chunks", total=None, current="")
+
+    def files_found(self, total: int) -> None:
+        self.bars.update(self.files, total=total)
+
+    def chunks_found(self, total: int) -> None:
+        self.bars.update(self.chunks, total=total)
+
+    def file_done(self, source: str) -> None:
+        self.bars.update(self.files, advance=1, current=source[-50:])
+
+    def chunks_done(self, n: int) -> None:
+        self.bars.update(self.chunks, advance=n)
+
+
+def ingest_cmd(
+    paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF)."),
+    collection: str = typer.Option(None, "--collection", help="Target collection (default: the collection setting)."),
+    prune: bool = typer.Option(False, "--prune", help="Delete chunks of files that are no longer under PATH."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of progress bars."),
+) -> None:
+    """Add or update documents in the knowledge base (incremental: unchanged files are skipped)."""
+    from agent.knowledge.embedders import EmbedderError
+    from agent.knowledge.ingest import ingest
+    from agent.knowledge.search import KnowledgeBaseUnavailable
+
+    progress = None if as_json else _RichProgress()
+
+    async def work(rt: Runtime):
+        if progress is None:
+            return await ingest(rt, paths, collection=collection, prune=prune)
+        with progress.bars:
+            return await ingest(rt, paths, collection=collection, prune=prune, progress=progress)
+
+    try:
+        report = _run(work)
+    except KeyboardInterrupt:
+        raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
+    except (KnowledgeBaseUnavailable, EmbedderError) as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # e.g. the Qdrant server is down
+        raise _fail(f"ingestion failed: {type(exc).__name__}: {exc}") from None
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        for source, reason in report.skipped:
+            typer.echo(f"skipped {source}: {reason}", err=True)
+        for source in report.pruned:
+            typer.echo(f"pruned {source}")
+        typer.echo(report.summary())
+    if report.files == 0:
+        raise typer.Exit(1)
+
+
+def search_cmd(
+    query: str = typer.Argument(..., help="What to look for."),
+    top_k: int = typer.Option(5, "--top-k", min=1, max=50, help="Passages to return."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: a list of {text, source, title, section, score}."),
+    collection: str = typer.Option(None, "--collection", help="Collection to search (default: the collection setting)."),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid | dense | sparse"),
+) -> None:
+    """Search the knowledge base the way the bot does (no model needed)."""
+    from agent.knowledge.search import KnowledgeBaseUnavailable, search
+
+    if mode not in ("hybrid", "dense", "sparse"):
+        raise _fail(f"unknown --mode {mode!r}: use hybrid, dense or sparse", 2)
+    try:
+        passages = _run(lambda rt: search(rt, query, top_k=top_k, collection=collection, mode=mode))
+    except KnowledgeBaseUnavailable as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:
+        raise _fail(f"search failed: {type(exc).__name__}: {exc}") from None
+    if as_json:
+        rows = [
+            {"text": p.text, "source": p.source, "title": p.title, "section": p.section, "score": round(p.score, 4)}
+            for p in passages
+        ]
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not passages:
+        typer.echo("No passages found.")
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    for i, p in enumerate(passages, start=1):
+        where = " — ".join(x for x in (p.title, p.section) if x)
+        console.print(f"[bold]{i}. {escape(p.source)}[/bold]  score {p.score:.3f}")
+        if where:
+            console.print(f"   [dim]{escape(where)}[/dim]")
+        snippet = " ".join(p.text.split())
+        console.print("   " + escape(snippet[:400] + ("…" if len(snippet) > 400 else "")))
+        console.print()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest_cmd)
+    app.command("search")(search_cmd)

