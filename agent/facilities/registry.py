@@ -1,0 +1,389 @@
+"""Facility registry CSV -> typed `Facility` records.
+
+The column mapping is configuration (`Settings.facilities_columns`), so another state's
+registry loads without code changes: each Facility field reads the CSV header named in
+`DEFAULT_COLUMNS` unless the mapping says otherwise. Columns the mapping does not name
+are kept as text in `Facility.extra`. A row that cannot be typed is reported with its
+line number and skipped; the rest still load.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+Age = Literal["infant", "toddler", "pre-k", "school"]
+AGES: tuple[str, ...] = ("infant", "toddler", "pre-k", "school")
+
+# Feature flags (Y/N columns). Order = display order.
+FLAGS: tuple[str, ...] = (
+    "after_school_care",
+    "special_needs",
+    "accredited",
+    "transportation",
+    "drop_in_care",
+    "part_time_care",
+    "pre_k",
+    "get_well_care",
+    "special_skills",
+)
+
+# Facility field -> CSV header of the Texas DFPS registry (../shared/data/README.md).
+DEFAULT_COLUMNS: dict[str, str] = {
+    "operation_id": "operation_id",
+    "operation_number": "operation_number",
+    "operation_type": "operation_type",
+    "name": "name",
+    "address": "address",
+    "city": "city",
+    "zip": "zip",
+    "county": "county",
+    "phone": "phone",
+    "email": "email",
+    "website": "website",
+    "issuance_type": "issuance_type",
+    "ages": "ages_served",
+    "hours": "hours",
+    "days": "days",
+    "capacity": "capacity",
+    **{flag: flag for flag in FLAGS},
+    "last_modified": "last_modified",
+    "latitude": "latitude",
+    "longitude": "longitude",
+}
+REQUIRED_FIELDS = ("operation_number", "name")
+
+_TRUE = {"y", "yes", "true", "t", "1", "x"}
+_FALSE = {"n", "no", "false", "f", "0", ""}
+_DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_AGE_WORDS = (("infant", "infant"), ("baby", "infant"), ("toddler", "toddler"),
+              ("pre", "pre-k"), ("school", "school"))
+
+
+class GeoPoint(BaseModel):
+    lat: float
+    lon: float
+
+
+class Facility(BaseModel):
+    """One registry row, typed. `city_key`/`county_key`/`zip5` are the normalised filter keys."""
+
+    operation_number: str
+    name: str
+    operation_id: str = ""
+    operation_type: str = ""
+    address: str = ""
+    city: str = ""
+    zip: str = ""
+    county: str = ""
+    phone: str = ""
+    email: str = ""
+    website: str = ""
+    issuance_type: str = ""
+    ages: list[Age] = Field(default_factory=list)
+    hours: str = ""
+    open_minutes: int | None = None
+    close_minutes: int | None = None
+    days: list[str] = Field(default_factory=list)
+    capacity: int | None = None
+    after_school_care: bool = False
+    special_needs: bool = False
+    accredited: bool = False
+    transportation: bool = False
+    drop_in_care: bool = False
+    part_time_care: bool = False
+    pre_k: bool = False
+    get_well_care: bool = False
+    special_skills: bool = False
+    last_modified: str = ""
+    location: GeoPoint | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    # filter keys, derived
+    city_key: str = ""
+    county_key: str = ""
+    zip5: str = ""
+
+    def features(self) -> list[str]:
+        return [flag for flag in FLAGS if getattr(self, flag)]
+
+    def description(self) -> str:
+        """Short text embedded for fuzzy name/description matches (name, place, services)."""
+        ages = ", ".join(self.ages)
+        services = ", ".join(f.replace("_", " ") for f in self.features())
+        parts = [self.name, f"{title_case(self.city)}, {title_case(self.county)} County"]
+        if ages:
+            parts.append(f"ages: {ages}")
+        if services:
+            parts.append(f"services: {services}")
+        return ". ".join(parts)
+
+    def point_id(self) -> str:
+        return facility_point_id(self.operation_number)
+
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+def facility_point_id(operation_number: str) -> str:
+    """Deterministic point id: re-ingesting the same registry overwrites, never duplicates."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"askdesk-facility:{operation_number}"))
+
+
+@dataclass
+class RowError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class ParsedRegistry:
+    source: str
+    facilities: list[Facility] = field(default_factory=list)
+    errors: list[RowError] = field(default_factory=list)
+    rows: int = 0
+    unparsed_numbers: set[str] = field(default_factory=set)  # operation numbers of bad rows
+
+
+class RegistryFormatError(ValueError):
+    """The file cannot be read as a registry at all (missing required columns, not CSV)."""
+
+
+# --- value parsers ------------------------------------------------------------------
+
+
+def norm_key(text: str) -> str:
+    """Filter key for a city/county name: lower case, single spaces, no trailing 'county'."""
+    text = re.sub(r"[^\w\s'-]", " ", text.lower())
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\s+county$", "", text)
+
+
+def title_case(text: str) -> str:
+    return " ".join(w.capitalize() for w in text.split())
+
+
+def parse_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ValueError(f"expected Y/N, got {value!r}")
+
+
+def parse_int(value: str) -> int | None:
+    v = value.strip().replace(",", "")
+    if not v:
+        return None
+    try:
+        number = float(v)
+    except ValueError:
+        raise ValueError(f"expected a whole number, got {value!r}") from None
+    if number != int(number) or number < 0:
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return int(number)
+
+
+def parse_ages(value: str) -> list[str]:
+    out: list[str] = []
+    for part in re.split(r"[,;/|]", value):
+        word = part.strip().lower()
+        if not word:
+            continue
+        for prefix, age in _AGE_WORDS:
+            if word.startswith(prefix):
+                if age not in out:
+                    out.append(age)
+                break
+        else:
+            raise ValueError(f"unknown age group {part.strip()!r}")
+    return [a for a in AGES if a in out]
+
+
+_TIME = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])?\.?\s*m?\.?\s*$", re.I)
+
+
+def parse_time(value: str) -> int:
+    """'06:30 AM', '6:30pm', '18:00', '6' -> minutes after midnight."""
+    m = _TIME.match(value)
+    if not m:
+        raise ValueError(f"not a time: {value!r}")
+    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower()
+    if half:
+        if not 1 <= hour <= 12:
+            raise ValueError(f"not a time: {value!r}")
+        hour = hour % 12 + (12 if half == "p" else 0)
+    if hour > 23 or minute > 59:
+        raise ValueError(f"not a time: {value!r}")
+    return hour * 60 + minute
+
+
+def parse_hours(value: str) -> tuple[int | None, int | None]:
+    v = value.strip()
+    if not v:
+        return None, None
+    parts = re.split(r"\s*(?:-|–|to)\s*", v, maxsplit=1)
+    if len(parts) != 2:
+        raise ValueError(f"expected hours like '07:00 AM-06:00 PM', got {value!r}")
+    return parse_time(parts[0]), parse_time(parts[1])
+
+
+def parse_days(value: str) -> list[str]:
+    """'MonTueWedThuFri', 'Mon-Fri', 'Mon, Wed' -> ['mon', ...]."""
+    v = value.strip().lower()
+    if not v:
+        return []
+    span = re.fullmatch(r"([a-z]{3})[a-z]*\s*(?:-|–|to)\s*([a-z]{3})[a-z]*", v)
+    if span and span.group(1) in _DAY_NAMES and span.group(2) in _DAY_NAMES:
+        i, j = _DAY_NAMES.index(span.group(1)), _DAY_NAMES.index(span.group(2))
+        return list(_DAY_NAMES[i : j + 1])
+    found = re.findall(r"mon|tue|wed|thu|fri|sat|sun", v)
+    if not found:
+        raise ValueError(f"expected days like 'MonTueWedThuFri', got {value!r}")
+    return [d for d in _DAY_NAMES if d in found]
+
+
+def parse_location(lat: str, lon: str) -> GeoPoint | None:
+    if not lat.strip() and not lon.strip():
+        return None
+    try:
+        point = GeoPoint(lat=float(lat), lon=float(lon))
+    except ValueError:
+        raise ValueError(f"bad coordinates {lat!r}, {lon!r}") from None
+    if not (-90 <= point.lat <= 90 and -180 <= point.lon <= 180):
+        raise ValueError(f"coordinates out of range {lat!r}, {lon!r}")
+    return point
+
+
+def parse_date(value: str) -> str:
+    v = value.strip()
+    if not v:
+        return ""
+    for fmt in ("%Y-%m-%d", "%m/%d/%Y", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return datetime.strptime(v, fmt).date().isoformat()
+        except ValueError:
+            continue
+    try:
+        return date.fromisoformat(v[:10]).isoformat()
+    except ValueError:
+        raise ValueError(f"not a date: {value!r}") from None
+
+
+# --- rows -> facilities -------------------------------------------------------------
+
+
+def column_map(overrides: dict[str, str] | None = None) -> dict[str, str]:
+    unknown = set(overrides or {}) - set(DEFAULT_COLUMNS)
+    if unknown:
+        raise RegistryFormatError(
+            f"facilities_columns names unknown fields {sorted(unknown)}; known: {sorted(DEFAULT_COLUMNS)}"
+        )
+    return {**DEFAULT_COLUMNS, **(overrides or {})}
+
+
+def facility_from_row(row: dict[str, str], columns: dict[str, str]) -> Facility:
+    def get(name: str) -> str:
+        header = columns[name]
+        return (row.get(header) or "").strip()
+
+    values: dict[str, object] = {}
+    for name in REQUIRED_FIELDS:
+        if not get(name):
+            raise ValueError(f"missing {columns[name]!r}")
+    for name in ("operation_id", "operation_number", "operation_type", "name", "address", "city", "county",
+                 "phone", "email", "website", "issuance_type"):
+        values[name] = get(name)
+    values["zip"] = get("zip")
+    zip5 = re.match(r"\d{5}", values["zip"])  # type: ignore[arg-type]
+    if values["zip"] and not zip5:
+        raise ValueError(f"bad zip code {values['zip']!r}")
+    values["zip5"] = zip5.group(0) if zip5 else ""
+    def typed(name: str, parse, *raw: str):
+        try:
+            return parse(*raw)
+        except ValueError as exc:
+            raise ValueError(f"{columns[name]}: {exc}") from None
+
+    values["ages"] = typed("ages", parse_ages, get("ages"))
+    values["hours"] = get("hours")
+    values["open_minutes"], values["close_minutes"] = typed("hours", parse_hours, get("hours"))
+    values["days"] = typed("days", parse_days, get("days"))
+    values["capacity"] = typed("capacity", parse_int, get("capacity"))
+    for flag in FLAGS:
+        values[flag] = typed(flag, parse_bool, get(flag))
+    values["last_modified"] = typed("last_modified", parse_date, get("last_modified"))
+    values["location"] = typed("latitude", parse_location, get("latitude"), get("longitude"))
+    values["city_key"] = norm_key(str(values["city"]))
+    values["county_key"] = norm_key(str(values["county"]))
+    mapped = set(columns.values())
+    values["extra"] = {k: (v or "").strip() for k, v in row.items() if k and k not in mapped and (v or "").strip()}
+    return Facility.model_validate(values)
+
+
+def parse_registry_text(text: str, *, source: str, columns: dict[str, str] | None = None) -> ParsedRegistry:
+    cols = column_map(columns)
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    headers = set(reader.fieldnames or [])
+    missing = [cols[f] for f in REQUIRED_FIELDS if cols[f] not in headers]
+    if missing:
+        raise RegistryFormatError(
+            f"{source}: missing required column(s) {missing}; found {sorted(headers)}. "
+            "Map your registry's headers with the facilities_columns setting."
+        )
+    # optional columns absent from this registry read as empty
+    parsed = ParsedRegistry(source=source)
+    seen: dict[str, int] = {}
+    line = reader.line_num  # the header's last line
+    for row in reader:
+        line_start = line + 1
+        line = reader.line_num
+        parsed.rows += 1
+        if None in row:
+            parsed.errors.append(RowError(line_start, f"{len(row[None])} more value(s) than columns"))
+            continue
+        try:
+            facility = facility_from_row(row, cols)
+        except ValueError as exc:
+            parsed.errors.append(RowError(line_start, _error_text(exc)))
+            number = (row.get(cols["operation_number"]) or "").strip()
+            if number:
+                parsed.unparsed_numbers.add(number)
+            continue
+        if facility.operation_number in seen:
+            parsed.errors.append(
+                RowError(line_start, f"duplicate operation number {facility.operation_number} (first on line "
+                         f"{seen[facility.operation_number]})")
+            )
+            continue
+        seen[facility.operation_number] = line_start
+        parsed.facilities.append(facility)
+    return parsed
+
+
+def _error_text(exc: ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+def parse_registry(path: Path, *, columns: dict[str, str] | None = None) -> ParsedRegistry:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        text = path.read_text(encoding="latin-1")
+    return parse_registry_text(text, source=path.name, columns=columns)

@@ -1,0 +1,65 @@
+"""`askdesk ingest-facilities FILE.csv` and `askdesk facility "text" [--json]`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from agent.config import load_settings
+from agent.runtime import Runtime
+
+
+def _run(coro_factory):
+    async def main():
+        runtime = Runtime.open(load_settings())
+        try:
+            return await coro_factory(runtime)
+        finally:
+            await runtime.close()
+
+    return asyncio.run(main())
+
+
+def ingest_facilities_cmd(
+    file: Path = typer.Argument(..., help="Facility registry CSV (column mapping: the facilities_columns setting)."),
+    collection: str = typer.Option(None, "--collection", help="Target collection (default: facilities_collection)."),
+) -> None:
+    """Load a facility registry CSV into its collection (idempotent; bad rows are reported and skipped)."""
+    from agent.facilities.ingest import ingest_facilities
+    from agent.facilities.registry import RegistryFormatError
+
+    if not file.is_file():
+        typer.echo(f"error: {file} is not a file", err=True)
+        raise typer.Exit(2)
+    try:
+        report = _run(lambda rt: ingest_facilities(rt, file, collection=collection))
+    except RegistryFormatError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(report.summary())
+    if report.loaded == 0:
+        raise typer.Exit(1)
+
+
+def facility_cmd(
+    text: list[str] = typer.Argument(None, help='What to find, e.g. "infant care near 78702".'),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and facilities."),
+    collection: str = typer.Option(None, "--collection", help="Facility collection (default: facilities_collection)."),
+) -> None:
+    """Search the facility registry the way the Slack /facility command does (no model needed)."""
+    from agent.facilities.command import run_facility_command
+
+    query = " ".join(text or [])
+    result = _run(lambda rt: run_facility_command(rt, query, collection=collection))
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(result.reply)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest-facilities")(ingest_facilities_cmd)
+    app.command("facility")(facility_cmd)
