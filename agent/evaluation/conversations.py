@@ -1,0 +1,60 @@
+"""`conversations` eval section: retrieval recall of every turn of multi-turn threads.
+
+Later turns only make sense with the earlier ones, so each turn is routed with the thread so
+far (the user's earlier questions) and searched with the router's self-contained query: the
+router model's rewrite when one is configured, the pre-filter's heuristic rewrite otherwise.
+A turn is a hit when every `must_contain` string occurs in the top-k passages (scored like
+the retrieval section: `agent.evaluation.retrieval.hit_rank`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.evaluation.retrieval import hit_rank
+from agent.evaluation.routing import eval_service
+from agent.knowledge.search import search
+from agent.messages import ChatMessage
+from agent.runtime import Runtime
+
+
+async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
+    service = eval_service(runtime)
+    hits = 0
+    n = 0
+    failures: list[str] = []
+    queries: dict[str, str] = {}
+    try:
+        for conv in items:
+            history: list[ChatMessage] = []
+            for turn_no, turn in enumerate(conv.get("turns") or [], start=1):
+                n += 1
+                question = str(turn["question"])
+                route = await service.router(None, []).route(question, history)
+                label = f"{conv['id']}#{turn_no}"
+                queries[label] = route.query
+                passages = await search(runtime, route.query, top_k=top_k) if route.route in ("knowledge", "clarify") else []
+                if hit_rank(passages, list(turn.get("must_contain") or [])) is not None:
+                    hits += 1
+                else:
+                    failures.append(label)
+                history.append(ChatMessage(role="user", content=question))
+    finally:
+        await service.store.close()
+    return {
+        f"recall@{top_k}": round(hits / n, 4) if n else 0.0,
+        "n": n,
+        "rewriter": "model" if service.models.router is not None else "heuristic",
+        "failures": failures,
+        "queries": queries,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"conversations: skipped ({result['skipped']})"
+    key = next(k for k in result if k.startswith("recall@"))
+    line = f"conversations: {key} {result[key]:.0%} over {result['n']} turns (rewrites: {result['rewriter']})"
+    if result["failures"]:
+        line += "\n  failures: " + ", ".join(result["failures"])
+    return line

@@ -1,0 +1,204 @@
+"""The agent loop: structured steps through instructor, tools in parallel, a turn cap.
+
+Reads like the first openai-agents-python Runner: one small state dataclass, a while loop
+over tagged step results (tool calls / final answer), and a turn counter checked before
+every model call. Prefetched tool results (the router's search) are in the first prompt,
+so a plain knowledge answer needs a single agent call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.messages import ChatMessage
+from agent.prompts import PromptSet
+from agent.providers.base import Usage
+from agent.references import Reference
+from agent.router import Model
+from agent.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
+from agent.tools.base import ToolRegistry, ToolResult
+from agent.tracing import NOOP, Span
+
+ProgressFn = Any  # Callable[[str], Awaitable[None]] | None (see agent.service.ProgressFn)
+
+
+@dataclass
+class Prefetched:
+    """A tool result computed before the first model call (router query -> tool)."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: ToolResult
+
+
+@dataclass
+class RunState:
+    messages: list[ChatMessage]
+    turn: int = 0
+    usages: list[Usage] = field(default_factory=list)
+    tool_calls: list[str] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
+    facilities: list[dict[str, Any]] = field(default_factory=list)
+    weak_evidence: bool = False
+    tool_seconds: float = 0.0
+
+
+@dataclass
+class LoopResult:
+    answer: str
+    references: list[Reference]
+    confidence: float | None
+    usages: list[Usage]
+    tool_calls: list[str]
+    facilities: list[dict[str, Any]]
+    hit_cap: bool = False
+    tool_seconds: float = 0.0
+
+
+def resolve_references(citations: list[Citation], retrieved: list[Reference]) -> list[Reference]:
+    """Map the model's citations to references a tool really returned; drop invented ones."""
+    out: list[Reference] = []
+    for citation in citations:
+        source = citation.source.strip()
+        same_source = [r for r in retrieved if r.source == source or r.source.rsplit("/", 1)[-1] == source.rsplit("/", 1)[-1]]
+        if not same_source:
+            continue
+        match = next((r for r in same_source if citation.section and r.section == citation.section.strip()), None)
+        match = match or same_source[0]
+        if match not in out:
+            out.append(match)
+    return out
+
+
+def _facilities_of(result: ToolResult) -> list[dict[str, Any]]:
+    data = result.data
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "operation_number" in data[0]:
+        return data
+    if isinstance(data, dict) and isinstance(data.get("facilities"), list):
+        return data["facilities"]
+    return []
+
+
+def _absorb(state: RunState, name: str, result: ToolResult) -> None:
+    state.tool_calls.append(name)
+    for ref in result.references:
+        if all((r.source, r.section) != (ref.source, ref.section) for r in state.references):
+            state.references.append(ref)
+    if name == "get_formatted_context":
+        state.weak_evidence = state.weak_evidence or result.weak_evidence
+    state.facilities.extend(_facilities_of(result))
+
+
+async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolResult:
+    child = span.child(f"tool:{call.name}", "tool", {"arguments": call.arguments})
+    result = await registry.run(call.name, call.arguments)
+    child.end({"text": result.text, "references": len(result.references), "weak_evidence": result.weak_evidence})
+    return result
+
+
+def render_prefetched(prefetched: list[Prefetched]) -> str:
+    blocks = [f'<tool_result name="{p.name}">\n{p.result.text}\n</tool_result>' for p in prefetched]
+    return "\n\n".join(blocks)
+
+
+async def run_agent(
+    *,
+    model: Model,
+    registry: ToolRegistry,
+    prompts: PromptSet,
+    question: str,
+    history: list[ChatMessage],
+    prefetched: list[Prefetched],
+    max_iterations: int,
+    domain: str,
+    progress: ProgressFn = None,
+    span: Span = NOOP,
+    tool_specs: list[dict[str, Any]] | None = None,
+) -> LoopResult:
+    """Run steps until a final answer or the turn cap. ProviderError propagates to the service.
+
+    `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
+    generation is the most expensive step of a turn outside the model)."""
+    system = prompts.render(
+        "agent",
+        domain=domain,
+        tools=tool_specs if tool_specs is not None else registry.describe(),
+        prefetched=render_prefetched(prefetched),
+        weak_evidence=any(p.result.weak_evidence for p in prefetched if p.name == "get_formatted_context"),
+        max_iterations=max_iterations,
+    )
+    state = RunState(messages=[ChatMessage(role="system", content=system), *history, ChatMessage(role="user", content=question)])
+    for p in prefetched:
+        _absorb(state, p.name, p.result)
+
+    while True:
+        if state.turn >= max_iterations:
+            return _capped(state, prompts)
+        state.turn += 1
+        messages = state.messages
+        if state.turn == max_iterations and state.turn > 1:
+            # the cap is next: ask for the answer instead of another round of tools
+            messages = [*messages, ChatMessage(role="user", content=prompts.render("last_step"))]
+        child = span.child(f"agent model #{state.turn}", "llm", {"messages": [m.model_dump() for m in messages]})
+        try:
+            completion = await model.complete(messages, AgentStep)
+        except Exception as exc:
+            child.end(error=str(exc))
+            raise
+        state.usages.append(completion.usage)
+        step = completion.output.step
+        child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
+
+        if isinstance(step, FinalAnswer):
+            return LoopResult(
+                answer=step.answer.strip(),
+                references=resolve_references(step.references, state.references),
+                confidence=step.confidence,
+                usages=state.usages,
+                tool_calls=state.tool_calls,
+                facilities=state.facilities,
+                tool_seconds=state.tool_seconds,
+            )
+
+        assert isinstance(step, ToolCalls)
+        await _announce(registry, step, progress)
+        started = time.perf_counter()
+        results = await asyncio.gather(*(_run_tool(registry, call, span) for call in step.calls))
+        state.tool_seconds += time.perf_counter() - started
+        state.messages.append(ChatMessage(
+            role="assistant",
+            content=json.dumps({"tool_calls": [c.model_dump() for c in step.calls]}, ensure_ascii=False),
+        ))
+        for call, result in zip(step.calls, results):
+            _absorb(state, call.name, result)
+            state.messages.append(ChatMessage(role="tool", name=call.name, content=result.text))
+
+
+async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn) -> None:
+    if progress is None:
+        return
+    seen: list[str] = []
+    for call in step.calls:
+        tool = registry.tools.get(call.name)
+        if tool is not None and tool.progress not in seen:
+            seen.append(tool.progress)
+    for line in seen:
+        await progress(line)
+
+
+def _capped(state: RunState, prompts: PromptSet) -> LoopResult:
+    """The cap ended the run without a final answer: say so, and keep what was found."""
+    return LoopResult(
+        answer=prompts.render("iteration_cap"),
+        references=state.references[:5],
+        confidence=None,
+        usages=state.usages,
+        tool_calls=state.tool_calls,
+        facilities=state.facilities,
+        hit_cap=True,
+        tool_seconds=state.tool_seconds,
+    )

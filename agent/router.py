@@ -1,0 +1,149 @@
+"""Intent router: pre-filter first, the cheap router model only for what it cannot decide.
+
+Routes: offtopic (refusal), smalltalk (greeting), knowledge, facility, clarify. For
+knowledge and facility the decision carries a self-contained search query (follow-ups
+rewritten with the thread). The knowledge-base search the pre-filter needs for its
+similarity check is kept as the agent's prefetched context, so it is never run twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent.messages import ChatMessage
+from agent.prefilter import (
+    PrefilterVerdict,
+    classify_rules,
+    classify_similarity,
+    heuristic_rewrite,
+    looks_like_facility_search,
+)
+from agent.prompts import PromptSet
+from agent.providers.base import Completion, ProviderError, Usage
+from agent.steps import RouterDecision
+from agent.tools.base import ToolResult
+from agent.tracing import NOOP, Span
+
+log = logging.getLogger(__name__)
+
+
+class Model(Protocol):
+    """What the router and the loop need from a provider chain (agent.providers.chain.ModelChain)."""
+
+    async def complete(self, messages: list[ChatMessage], response_model: type) -> Completion: ...
+
+
+# Runs get_formatted_context for a query; returns None when the knowledge base is unavailable.
+ContextFn = Callable[[str], Awaitable[ToolResult | None]]
+
+
+@dataclass
+class Route:
+    route: str
+    query: str
+    decided_by: str  # prefilter | model | heuristic
+    reason: str = ""
+    rewritten: bool = False
+    clarification: str | None = None
+    prefetch: ToolResult | None = None  # knowledge context already retrieved for `query`
+    best_score: float | None = None
+    usages: list[Usage] = field(default_factory=list)
+
+    @property
+    def llm_calls(self) -> int:
+        return len(self.usages)
+
+
+def best_dense_score(result: ToolResult | None) -> float | None:
+    if result is None or not isinstance(result.data, list):
+        return None
+    scores = [p.get("dense_score") for p in result.data if isinstance(p, dict) and p.get("dense_score") is not None]
+    return max(scores) if scores else None
+
+
+@dataclass
+class Router:
+    prompts: PromptSet
+    context: ContextFn
+    model: Model | None = None  # the router model; None = pre-filter + heuristics only
+    domain: str = ""
+    capabilities: str = ""
+    refuse_below: float = 0.80
+    accept_above: float = 0.86
+    model_first: bool = False  # benchmarks: ask the model for everything the rules leave open
+    prefetch: bool = True  # False (benchmark baseline): the router model's route is not followed by a search
+
+
+    async def route(self, text: str, history: list[ChatMessage], span: Span = NOOP) -> Route:
+        rules = classify_rules(text, history)
+        if rules.route is not None:
+            return self._from_prefilter(rules, text, history)
+        if rules.followup or (self.model_first and self.model is not None):
+            if self.model is not None:
+                decided = await self._ask_model(text, history, span)
+                if decided is not None:
+                    return decided
+            return await self._heuristic_followup(text, history)
+        prefetch = await self.context(text)
+        best = best_dense_score(prefetch)
+        verdict = classify_similarity(text, best, refuse_below=self.refuse_below, accept_above=self.accept_above)
+        if verdict.route is not None:
+            return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best)
+        if self.model is not None:
+            decided = await self._ask_model(text, history, span, prefetch=prefetch)
+            if decided is not None:
+                decided.best_score = best
+                return decided
+        # No model (or it failed): answer rather than refuse a message we are unsure about.
+        return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch, best_score=best)
+
+    def _from_prefilter(self, rules: PrefilterVerdict, text: str, history: list[ChatMessage]) -> Route:
+        query = text
+        rewritten = False
+        if rules.route == "facility" and rules.followup:
+            query, rewritten = heuristic_rewrite(text, history), True
+        return Route(rules.route or "knowledge", query, "prefilter", rules.reason, rewritten=rewritten)
+
+    async def _heuristic_followup(self, text: str, history: list[ChatMessage]) -> Route:
+        query = heuristic_rewrite(text, history)
+        if looks_like_facility_search(query):
+            return Route("facility", query, "heuristic", "follow-up of a facility search", rewritten=True)
+        prefetch = await self.context(query)
+        return Route("knowledge", query, "heuristic", "follow-up rewritten without a model", rewritten=True,
+                     prefetch=prefetch, best_score=best_dense_score(prefetch))
+
+    async def _ask_model(self, text: str, history: list[ChatMessage], span: Span,
+                         prefetch: ToolResult | None = None) -> Route | None:
+        prompt = self.prompts.render(
+            "router",
+            domain=self.domain,
+            capabilities=self.capabilities,
+            history=[{"role": m.role, "content": m.content} for m in history if m.role in ("user", "assistant")],
+            message=text,
+        )
+        messages = [ChatMessage(role="user", content=prompt)]
+        child = span.child("router model", "llm", {"messages": [m.model_dump() for m in messages]})
+        try:
+            completion = await self.model.complete(messages, RouterDecision)  # type: ignore[union-attr]
+        except ProviderError as exc:
+            # The router is an optimisation: when it fails, the pre-filter heuristics still route.
+            log.warning("router model failed (%s); using the pre-filter heuristics", type(exc).__name__)
+            child.end(error=str(exc))
+            return None
+        decision: RouterDecision = completion.output
+        child.end({"route": decision.route, "search_query": decision.search_query, "usage": completion.usage.model_dump()})
+        query = (decision.search_query or "").strip() or text
+        route = Route(decision.route, query, "model", "router model", rewritten=query != text,
+                      clarification=decision.clarification, usages=[completion.usage])
+        if decision.route == "knowledge" and self.prefetch:
+            route.prefetch = prefetch if (prefetch is not None and query == text) else await self.context(query)
+        return route
+
+
+def describe(route: Route) -> dict[str, Any]:
+    """Trace/JSON view of a routing decision (no message text)."""
+    return {"route": route.route, "decided_by": route.decided_by, "reason": route.reason,
+            "rewritten": route.rewritten, "best_score": route.best_score}

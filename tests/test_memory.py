@@ -1,0 +1,52 @@
+"""Conversation memory: newest history kept within the budget, threads never mix, SQLite persists."""
+
+from __future__ import annotations
+
+from agent.memory import SQLiteConversationStore, trim_history
+from agent.messages import ChatMessage
+
+
+def msg(role: str, text: str) -> ChatMessage:
+    return ChatMessage(role=role, content=text)
+
+
+def test_trim_keeps_newest_messages_within_budget_in_order():
+    history = [msg("user", "a" * 40), msg("assistant", "b" * 40), msg("user", "c" * 30), msg("assistant", "d" * 20)]
+    kept = trim_history(history, 60)
+    assert [m.content[0] for m in kept] == ["c", "d"]
+    assert sum(len(m.content) for m in kept) <= 60
+    assert trim_history(history, 1000) == history
+    assert trim_history(history, 0) == []
+
+
+def test_trim_cuts_an_oversized_newest_message_instead_of_dropping_everything():
+    kept = trim_history([msg("user", "old"), msg("user", "x" * 50 + "TAIL")], 10)
+    assert len(kept) == 1 and kept[0].content.endswith("TAIL") and len(kept[0].content) == 10
+
+
+async def test_sqlite_store_isolates_threads_and_surfaces_and_persists(tmp_path):
+    path = tmp_path / "memory.sqlite"
+    store = SQLiteConversationStore(path)
+    await store.append("cli", "t1", [msg("user", "q1"), msg("assistant", "a1")])
+    await store.append("cli", "t2", [msg("user", "other thread")])
+    await store.append("teams", "t1", [msg("user", "other surface")])
+    await store.append("cli", "t1", [msg("user", "q2")])
+    await store.close()
+
+    reopened = SQLiteConversationStore(path)
+    conv = await reopened.load("cli", "t1")
+    assert conv.key == "cli:t1"
+    assert [(m.role, m.content) for m in conv.messages] == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
+    assert [m.content for m in (await reopened.load("cli", "t2")).messages] == ["other thread"]
+    assert [m.content for m in (await reopened.load("teams", "t1")).messages] == ["other surface"]
+    assert (await reopened.load("cli", "unknown")).messages == []
+    await reopened.close()
+
+
+async def test_sqlite_store_reads_only_the_newest_messages(tmp_path):
+    store = SQLiteConversationStore(tmp_path / "m.sqlite", max_messages=3)
+    await store.append("cli", "t", [msg("user", str(i)) for i in range(10)])
+    conv = await store.load("cli", "t")
+    assert [m.content for m in conv.messages] == ["7", "8", "9"]
+    assert [m.content for m in conv.trimmed(2)] == ["8", "9"]
+    await store.close()

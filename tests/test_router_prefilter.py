@@ -1,0 +1,174 @@
+"""The LLM-free pre-filter and the router's decisions (stub search, scripted router model).
+
+The dev set pins the two numbers that matter: every off-topic message refused and no
+retrieval question refused (false-refusal rate 0) — without any model.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from agent.messages import ChatMessage
+from agent.prefilter import classify_rules, classify_similarity, heuristic_rewrite, is_followup
+from agent.prompts import default_prompts
+from agent.providers.base import Completion, ProviderError, Usage
+from agent.router import Router
+from agent.steps import RouterDecision
+from agent.tools.base import ToolResult
+from tests.conftest import SHARED
+
+DEV = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)
+
+
+@pytest.mark.parametrize("item", DEV["offtopic"], ids=lambda i: i["id"])
+def test_dev_offtopic_messages_are_refused_by_rules(item):
+    assert classify_rules(item["question"], []).route == "offtopic"
+
+
+@pytest.mark.parametrize("item", DEV["retrieval"], ids=lambda i: i["id"])
+@pytest.mark.parametrize("score", [0.70, 0.83, None])
+def test_dev_retrieval_questions_are_never_refused(item, score):
+    """Even with a poor similarity score (or none: store down) a real question is not refused."""
+    rules = classify_rules(item["question"], [])
+    assert rules.route in (None, "knowledge")
+    sim = classify_similarity(item["question"], score, refuse_below=0.80, accept_above=0.88)
+    assert sim.route != "offtopic"
+
+
+@pytest.mark.parametrize("item", DEV["facility"], ids=lambda i: i["id"])
+def test_dev_facility_queries_route_to_facility(item):
+    assert classify_rules(item["query"], []).route == "facility"
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello there!", "thanks!", "what can you do?", "gracias", "xin chào", "good morning team"])
+def test_greetings_are_smalltalk(text):
+    assert classify_rules(text, []).route == "smalltalk"
+
+
+def test_knowledge_questions_with_facility_words_stay_knowledge():
+    # "center" + a board name, but it asks for a rate: the documents answer it, not the registry
+    assert classify_rules("gulf coast board BCY25 - TRS3 center, infant FT daily rate?", []).route is None
+
+
+def test_low_similarity_without_domain_words_is_refused_and_high_is_knowledge():
+    assert classify_similarity("What is the capital of France?", 0.77, refuse_below=0.8, accept_above=0.88).route == "offtopic"
+    assert classify_similarity("What is the capital of France?", 0.84, refuse_below=0.8, accept_above=0.88).route is None
+    assert classify_similarity("something vague", 0.90, refuse_below=0.8, accept_above=0.88).route == "knowledge"
+
+
+@pytest.mark.parametrize("conv", DEV["conversations"], ids=lambda c: c["id"])
+def test_dev_second_turns_are_followups_and_get_a_self_contained_rewrite(conv):
+    first, second = conv["turns"][0]["question"], conv["turns"][1]["question"]
+    history = [user(first), ChatMessage(role="assistant", content="(answer)")]
+    assert is_followup(second, history)
+    assert not is_followup(second, [])
+    query = heuristic_rewrite(second, history)
+    assert query != second and len(query) > len(second)
+    # the topic of the first question travels with the new detail
+    assert query.startswith(" ".join(first.split()[:4]))
+
+
+def test_rewrite_replaces_old_figures_with_the_new_ones_but_keeps_years():
+    history = [user("under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?")]
+    query = heuristic_rewrite("and a family of 4 at $5,161/mo?", history)
+    assert "$2,890" not in query and "$5,161" in query and "BCY2025" in query and "PSOC" in query
+
+
+def test_rewrite_anchors_on_the_last_standalone_question():
+    history = [user("min hrs per week a single parent has to work?"), user("and for two-parent families?")]
+    assert heuristic_rewrite("and for teen parents?", history).startswith("min hrs per week")
+
+
+# --------------------------------------------------------------------------- the Router
+
+
+class StubSearch:
+    def __init__(self, score: float | None):
+        self.score = score
+        self.queries: list[str] = []
+
+    async def __call__(self, query: str):
+        self.queries.append(query)
+        if self.score is None:
+            return None
+        return ToolResult(text=f"docs for {query}", data=[{"text": "t", "dense_score": self.score}])
+
+
+class ScriptedRouterModel:
+    def __init__(self, *decisions: dict | Exception):
+        self.decisions = list(decisions)
+        self.prompts: list[str] = []
+
+    async def complete(self, messages, response_model):
+        assert response_model is RouterDecision
+        self.prompts.append(messages[-1].content)
+        item = self.decisions.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return Completion[RouterDecision](output=RouterDecision(**item), usage=Usage(provider="s", model="r"))
+
+
+def router(search, model=None) -> Router:
+    return Router(prompts=default_prompts(), context=search, model=model, domain="Texas child care",
+                  capabilities="child care", refuse_below=0.80, accept_above=0.88)
+
+
+async def test_clear_cases_never_call_the_router_model():
+    model = ScriptedRouterModel()  # any call would fail: nothing scripted
+    search = StubSearch(0.93)
+    r = router(search, model)
+    assert (await r.route("who won the Red River Showdown last year?", [])).route == "offtopic"
+    assert (await r.route("hi", [])).route == "smalltalk"
+    assert (await r.route("baby care within 10 miles of 78702", [])).route == "facility"
+    decided = await r.route("BCY26 PSoC chart for a family of 3?", [])
+    assert decided.route == "knowledge" and decided.decided_by == "prefilter"
+    assert decided.prefetch is not None and decided.llm_calls == 0  # the similarity search is the prefetch
+    assert search.queries == ["BCY26 PSoC chart for a family of 3?"]
+
+
+async def test_grey_zone_goes_to_the_router_model_which_can_refuse():
+    model = ScriptedRouterModel({"route": "offtopic"})
+    decided = await router(StubSearch(0.84), model).route("what should I eat tonight?", [])
+    assert decided.route == "offtopic" and decided.decided_by == "model" and decided.llm_calls == 1
+
+
+async def test_grey_zone_without_a_model_is_answered_not_refused():
+    decided = await router(StubSearch(0.84)).route("what should I eat tonight?", [])
+    assert decided.route == "knowledge" and decided.decided_by == "heuristic"
+
+
+async def test_followup_is_rewritten_by_the_router_model_and_prefetched_with_the_rewrite():
+    rewritten = "minimum weekly work or school hours for two-parent families to qualify for CCS"
+    model = ScriptedRouterModel({"route": "knowledge", "search_query": rewritten})
+    search = StubSearch(0.9)
+    history = [user("min hrs per week a single parent has to work or be in school to qualify?"),
+               ChatMessage(role="assistant", content="25 hours a week.")]
+    decided = await router(search, model).route("and for two-parent families?", history)
+    assert decided.route == "knowledge" and decided.rewritten and decided.query == rewritten
+    assert search.queries == [rewritten]  # one search, with the rewritten query
+    assert "single parent" in model.prompts[0] and "25 hours a week." in model.prompts[0]
+
+
+async def test_router_model_failure_falls_back_to_the_heuristic_rewrite():
+    model = ScriptedRouterModel(ProviderError("groq answered HTTP 503", provider="groq"))
+    history = [user("when does the CCS payment for Aug 11-24 2025 services get issued?")]
+    decided = await router(StubSearch(0.9), model).route("what about the june 16-29 period?", history)
+    assert decided.route == "knowledge" and decided.decided_by == "heuristic"
+    assert "CCS payment" in decided.query and "june 16-29" in decided.query
+
+
+async def test_router_model_asks_one_clarifying_question():
+    model = ScriptedRouterModel({"route": "clarify", "clarification": "Which year's chart?"})
+    decided = await router(StubSearch(0.85), model).route("what's the chart say", [])
+    assert decided.route == "clarify" and decided.clarification == "Which year's chart?"
+
+
+def test_rewrite_moves_years_for_the_year_before_or_after():
+    history = [user("how many CDA scholarships did T.E.A.C.H. give out in FY 2024?")]
+    assert heuristic_rewrite("and the year before?", history) == "how many CDA scholarships did T.E.A.C.H. give out in FY 2023?"
+    assert "FY 2025" in heuristic_rewrite("what about the following year?", history)
