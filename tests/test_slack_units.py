@@ -1,0 +1,172 @@
+"""Slack building blocks that need no server: splitting, Block Kit limits, dedupe,
+rate limit, thread history conversion, feedback store."""
+
+from __future__ import annotations
+
+import json
+
+from agent.feedback import Feedback, FeedbackStore
+from agent.messages import ChatMessage
+from agent.references import Reference
+from bot.slack import blocks
+from bot.slack.dedupe import Deduper
+from bot.slack.history import strip_mention, to_chat, trim
+from bot.slack.rate_limit import RateLimiter
+
+
+def _fences_balanced(part: str) -> bool:
+    return sum(1 for line in part.split("\n") if line.strip().startswith("```")) % 2 == 0
+
+
+def test_short_answer_is_one_part():
+    assert blocks.split_markdown("Hello **there**") == ["Hello **there**"]
+
+
+def test_long_answer_splits_between_paragraphs_within_limit():
+    paragraphs = [f"Paragraph {i} " + "word " * 150 for i in range(30)]
+    parts = blocks.split_markdown("\n\n".join(paragraphs), limit=2000)
+    assert len(parts) > 1
+    assert all(len(p) <= 2000 for p in parts)
+    assert "".join("".join(parts).split()) == "".join("".join(paragraphs).split())  # nothing lost
+    assert all(p.startswith("Paragraph") for p in parts)  # every cut falls between paragraphs
+
+
+def test_code_block_and_table_are_never_cut_when_they_fit():
+    code = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(60)) + "\n```"
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(40))
+    text = "intro " * 200 + "\n\n" + code + "\n\n" + "middle " * 200 + "\n\n" + table + "\n\nend"
+    parts = blocks.split_markdown(text, limit=1500)
+    assert any(code in p for p in parts)
+    assert any(table in p for p in parts)
+    assert all(_fences_balanced(p) for p in parts)
+
+
+def test_oversized_code_block_is_split_with_fences_reopened():
+    code = "```sql\n" + "\n".join(f"SELECT {i} FROM t;" for i in range(400)) + "\n```"
+    parts = blocks.split_markdown(code, limit=1000)
+    assert len(parts) > 3
+    for part in parts:
+        assert len(part) <= 1000
+        assert part.startswith("```sql") and part.rstrip().endswith("```")
+        assert _fences_balanced(part)
+
+
+def test_oversized_table_repeats_its_header():
+    table = "| name | phone |\n|---|---|\n" + "\n".join(f"| Center {i} | 512-555-{i:04d} |" for i in range(300))
+    parts = blocks.split_markdown(table, limit=1200)
+    assert len(parts) > 3
+    assert all(p.startswith("| name | phone |\n|---|---|") and len(p) <= 1200 for p in parts)
+
+
+def test_answer_messages_put_numbered_sources_notice_and_feedback_on_the_last_part():
+    refs = [Reference(source="a.md", title="Eligibility", section="Income", url="https://x.org/a"),
+            Reference(source="b.pdf", title="Rates <2025>", section="")]
+    value = blocks.feedback_value("abc", "knowledge", refs)
+    messages = blocks.answer_messages("para\n\n" * 5000, refs, notice="No LLM configured", value=value)
+    assert len(messages) > 1
+    assert all(m[0]["type"] == "markdown" for m in messages)
+    assert sum(len(b["text"]) for b in messages[0] if b["type"] == "markdown") <= 12000
+    last = messages[-1]
+    sources = next(b for b in last if b.get("block_id") == "askdesk_sources")["elements"][0]["text"]
+    assert "[1] <https://x.org/a|Eligibility — Income>" in sources
+    assert "[2] Rates &lt;2025&gt;" in sources
+    assert any("No LLM configured" in json.dumps(b) for b in last)
+    actions = next(b for b in last if b["type"] == "actions")
+    assert [e["action_id"] for e in actions["elements"]] == ["feedback_up", "feedback_down"]
+    assert all("askdesk_sources" not in json.dumps(m) for m in messages[:-1])
+
+
+def test_feedback_value_fits_slack_button_limit():
+    refs = [Reference(source="s" * 400 + str(i)) for i in range(8)]
+    value = blocks.feedback_value("id", "knowledge", refs)
+    assert len(value) <= 2000
+    assert json.loads(value)["a"] == "id"
+
+
+def test_facility_blocks_are_compact_and_shareable():
+    from agent.facilities.command import FacilityCommandResult
+    from agent.facilities.search import FacilityHit, FacilityResults
+
+    hits = [FacilityHit(operation_number=str(i), name=f"Center {i}", address="1 MAIN ST", city="AUSTIN",
+                        zip="78702", phone="512-555-0100", ages=["Infant", "Toddler"], distance_miles=1.234 * i)
+            for i in range(12)]
+    result = FacilityCommandResult(text="infant care near 78702", summary="infant care · within 10 mi of 78702",
+                                   results=FacilityResults(facilities=hits, total=30))
+    out = blocks.facility_blocks(result, shareable=True)
+    text = json.dumps(out)
+    assert "Center 0" in text and "512-555-0100" in text and "ages: infant, toddler" in text and "2.5 mi" in text
+    assert "1 MAIN ST, Austin, 78702" in text
+    assert "Center 10" not in text and "Showing 10 of 30" in text
+    assert out[-1]["elements"][0]["action_id"] == "facility_share"
+    assert out[-1]["elements"][0]["value"] == "infant care near 78702"
+    shared = blocks.facility_blocks(result, shareable=False, shared_by="U9")
+    assert "<@U9>" in json.dumps(shared) and shared[-1]["type"] != "actions"
+
+
+def test_dedupe_expires_and_separates_keys():
+    d = Deduper(ttl_seconds=0.05)
+    assert d.claim_message("C1", "1.0") and not d.claim_message("C1", "1.0")
+    assert d.claim_message("C1", "2.0")
+    assert not d.seen_event("Ev1") and d.seen_event("Ev1")
+    import time
+
+    time.sleep(0.06)
+    assert d.claim_message("C1", "1.0")
+
+
+def test_rate_limiter_reports_wait_time():
+    limiter = RateLimiter(per_minute=2)
+    assert limiter.check("U1") == 0 and limiter.check("U1") == 0
+    wait = limiter.check("U1")
+    assert 1 <= wait <= 60
+    assert limiter.check("U2") == 0
+
+
+def test_history_strips_mentions_and_marks_bot_turns():
+    raw = [
+        {"ts": "1", "user": "U1", "text": "<@UBOT> what is CCS?"},
+        {"ts": "2", "user": "UBOT", "bot_id": "B1", "text": "CCS is child care services."},
+        {"ts": "3", "user": "U2", "text": "and <@UBOT|askdesk>   for a family of 6?"},
+        {"ts": "4", "bot_id": "BOTHER", "subtype": "bot_message", "text": "another bot"},
+    ]
+    chat = to_chat(raw, "UBOT", "B1")
+    assert [m.role for m in chat] == ["user", "assistant", "user", "assistant"]
+    assert chat[0].content == "what is CCS?"
+    assert chat[2].content == "and for a family of 6?"
+    assert strip_mention("<@UBOT>", "UBOT") == ""
+
+
+def test_history_trim_keeps_most_recent():
+    msgs = [ChatMessage(role="user", content=str(i) * 100) for i in range(10)]
+    kept = trim(msgs, 350)
+    assert [m.content[0] for m in kept] == ["7", "8", "9"]
+
+
+async def test_feedback_store_keeps_text_only_when_allowed(tmp_path):
+    private = FeedbackStore(tmp_path / "a.sqlite", store_text=False)
+    await private.add(Feedback(rating="up", user_id="U1", channel="C1", thread="1.0", route="knowledge",
+                               sources=["a.md"], question="secret question"))
+    [row] = await private.recent()
+    assert row.rating == "up" and row.sources == ["a.md"] and row.question is None
+    public = FeedbackStore(tmp_path / "b.sqlite", store_text=True)
+    await public.add(Feedback(rating="down", user_id="U1", question="visible question"))
+    assert (await public.recent())[0].question == "visible question"
+
+
+def test_manifest_declares_everything_the_bot_uses():
+    from pathlib import Path
+
+    import yaml
+
+    manifest = yaml.safe_load((Path(__file__).resolve().parent.parent / "manifest.yml").read_text())
+    events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+    assert {"app_mention", "message.im", "assistant_thread_started", "assistant_thread_context_changed"} <= events
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    # events and Web API methods the bot calls -> the scopes they need
+    assert {"app_mentions:read", "im:history", "channels:history", "groups:history", "chat:write",
+            "assistant:write", "commands"} <= scopes
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/facility"]
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["settings"]["socket_mode_enabled"] is True
+    assert manifest["features"]["bot_user"]["display_name"]
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
