@@ -98,7 +98,7 @@ class Settings(BaseSettings):
         "words, is refused without any model call.",
     )
     router_accept_above: float = Field(
-        0.84,
+        0.86,
         description="Pre-filter: at or above this similarity a message is a knowledge question without asking "
         "the router model.",
     )
@@ -168,7 +168,8 @@ def settings_markdown_table() -> str:
     for name, field in Settings.model_fields.items():
         default = field.default_factory() if field.default_factory else field.default
         shown = "—" if default in (None, [], {}) else f"`{default}`"
-        rows.append(f"| `ASKDESK_{name.upper()}` | {shown} | {field.description or ''} |")
+        meaning = (field.description or "").replace("|", "\\|")
+        rows.append(f"| `ASKDESK_{name.upper()}` | {shown} | {meaning} |")
     return "\n".join(rows)
 
 
