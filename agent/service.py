@@ -168,6 +168,10 @@ class Askdesk:
     async def close(self) -> None:
         await self.store.close()
         self.tracer.close()
+        for chain in {id(c): c for c in (self.models.router, self.models.agent) if c is not None}.values():
+            close = getattr(chain, "aclose", None)
+            if close is not None:
+                await close()
         if self._owns_runtime:
             await self.runtime.close()
 

@@ -87,3 +87,19 @@ def test_specs_from_settings_and_defaults_from_present_keys(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     assert ModelChain.for_agent(Settings()).active_specs == ["gemini/gemini-2.5-flash"]
     assert ModelChain.for_router(Settings()).active_specs == ["gemini/gemini-2.5-flash-lite", "gemini/gemini-2.5-flash"]
+
+
+async def test_aclose_closes_every_sdk_client(llm_server):
+    """Closing the chain releases the SDKs' HTTP connections (no 'Event loop is closed' noise at exit)."""
+    llm_server.script("openai", FINAL)
+    llm_server.script("gemini", FINAL)
+    chain = ModelChain(["openai/gpt-4.1-mini", "openai/gpt-4.1", "gemini/gemini-2.5-flash"])
+    await chain.complete(MESSAGES, Step)
+    gemini = chain._targets[-1][1]
+    await gemini.complete(MESSAGES, Step, model="gemini-2.5-flash")
+    openai_provider = chain._targets[0][1]
+    assert chain._targets[1][1] is openai_provider  # one provider (and client) per name
+    assert not openai_provider._sdk_client.is_closed()
+    await chain.aclose()
+    assert openai_provider._sdk_client.is_closed()
+    assert gemini._sdk_clients == []

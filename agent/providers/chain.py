@@ -74,6 +74,13 @@ class ModelChain:
                 "No LLM is configured: set OPENAI_API_KEY, GEMINI_API_KEY or GROQ_API_KEY "
                 "(or ASKDESK_AGENT_MODEL=provider/model)")
 
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client once (providers are shared between specs)."""
+        for provider in {id(p): p for _, p, _ in self._targets}.values():
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
+
     @classmethod
     def for_agent(cls, settings: Settings) -> ModelChain:
         primary = settings.agent_model or _first_available(DEFAULT_AGENT_MODELS)

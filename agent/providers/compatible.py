@@ -57,4 +57,4 @@ class CompatibleProvider(ChatCompletionsProvider):
         client = openai.AsyncOpenAI(api_key=api_key or settings.compatible_api_key or "not-needed",
                                     base_url=base_url, max_retries=0)
         self.base_url = base_url
-        super().__init__(instructor.from_openai(client, mode=MODES[mode_name]))
+        super().__init__(instructor.from_openai(client, mode=MODES[mode_name]), client)

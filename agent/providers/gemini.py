@@ -164,6 +164,14 @@ class GeminiProvider:
                 "Gemini is not configured: set GEMINI_API_KEY (or GOOGLE_API_KEY)", provider="gemini")
         self._base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
         self._clients: dict[float, instructor.AsyncInstructor] = {}
+        self._sdk_clients: list[genai.Client] = []
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP sessions (one client per timeout)."""
+        for client in self._sdk_clients:
+            await client.aio.aclose()
+        self._sdk_clients.clear()
+        self._clients.clear()
 
     def _client(self, timeout: float) -> instructor.AsyncInstructor:
         if timeout not in self._clients:
@@ -174,6 +182,7 @@ class GeminiProvider:
                 retry_options=types.HttpRetryOptions(attempts=1),  # retry.structured_call retries
             )
             client = genai.Client(api_key=self._api_key, http_options=options)
+            self._sdk_clients.append(client)
             self._clients[timeout] = instructor.from_genai(client, mode=instructor.Mode.TOOLS, use_async=True)
         return self._clients[timeout]
 

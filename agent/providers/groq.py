@@ -26,4 +26,4 @@ class GroqProvider(ChatCompletionsProvider):
             raise ProviderNotConfigured("Groq is not configured: set GROQ_API_KEY", provider="groq")
         client = groq.AsyncGroq(api_key=api_key, base_url=base_url or os.environ.get("GROQ_BASE_URL") or None,
                                 max_retries=0)
-        super().__init__(instructor.from_groq(client, mode=mode))
+        super().__init__(instructor.from_groq(client, mode=mode), client)

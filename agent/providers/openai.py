@@ -46,8 +46,14 @@ class ChatCompletionsProvider:
     name: str = "openai"
     key_env: str = "OPENAI_API_KEY"
 
-    def __init__(self, client: instructor.AsyncInstructor):
+    def __init__(self, client: instructor.AsyncInstructor, sdk_client: Any = None):
         self._client = client
+        self._sdk_client = sdk_client
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP connections (else they are torn down after the loop closed)."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     async def complete(
         self,
@@ -87,4 +93,4 @@ class OpenAIProvider(ChatCompletionsProvider):
                 provider="openai")
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
                                     max_retries=0)
-        super().__init__(instructor.from_openai(client, mode=mode))
+        super().__init__(instructor.from_openai(client, mode=mode), client)
