@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from bot.commands import chat, evaluate, facility, knowledge, serve
 
 app = typer.Typer(
     name="askdesk",
@@ -13,22 +13,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# Each module exposes register(app: typer.Typer).
-COMMAND_MODULES = ["knowledge", "facility", "chat", "serve", "evaluate"]
-
-
-def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"bot.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"bot.commands.{name}":
-                raise
-            continue
-        module.register(app)
-
-
-_register_all()
+for module in (knowledge, facility, chat, evaluate, serve):
+    module.register(app)
 
 
 def main() -> None:

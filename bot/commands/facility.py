@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import typer
 
-from agent.config import load_settings
-from agent.runtime import Runtime
-
-
-def _run(coro_factory):
-    async def main():
-        runtime = Runtime.open(load_settings())
-        try:
-            return await coro_factory(runtime)
-        finally:
-            await runtime.close()
-
-    return asyncio.run(main())
+from bot.commands import run_with_runtime
 
 
 def ingest_facilities_cmd(
@@ -35,7 +22,7 @@ def ingest_facilities_cmd(
         typer.echo(f"error: {file} is not a file", err=True)
         raise typer.Exit(2)
     try:
-        report = _run(lambda rt: ingest_facilities(rt, file, collection=collection))
+        report = run_with_runtime(lambda rt: ingest_facilities(rt, file, collection=collection))
     except RegistryFormatError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -53,7 +40,7 @@ def facility_cmd(
     from agent.facilities.command import run_facility_command
 
     query = " ".join(text or [])
-    result = _run(lambda rt: run_facility_command(rt, query, collection=collection))
+    result = run_with_runtime(lambda rt: run_facility_command(rt, query, collection=collection))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import typer
 
-from agent.config import load_settings
-from agent.runtime import Runtime
-
-
-def _run(coro_factory):
-    """One Runtime per command; always closed (embedded Qdrant holds a directory lock)."""
-
-    async def main():
-        runtime = Runtime.open(load_settings())
-        try:
-            return await coro_factory(runtime)
-        finally:
-            await runtime.close()
-
-    return asyncio.run(main())
+from bot.commands import run_with_runtime
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -80,7 +65,7 @@ def ingest_cmd(
             return await ingest(rt, paths, collection=collection, prune=prune, progress=progress)
 
     try:
-        report = _run(work)
+        report = run_with_runtime(work)
     except KeyboardInterrupt:
         raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
     except (KnowledgeBaseUnavailable, EmbedderError) as exc:
@@ -112,7 +97,7 @@ def search_cmd(
     if mode not in ("hybrid", "dense", "sparse"):
         raise _fail(f"unknown --mode {mode!r}: use hybrid, dense or sparse", 2)
     try:
-        passages = _run(lambda rt: search(rt, query, top_k=top_k, collection=collection, mode=mode))
+        passages = run_with_runtime(lambda rt: search(rt, query, top_k=top_k, collection=collection, mode=mode))
     except KnowledgeBaseUnavailable as exc:
         raise _fail(str(exc)) from None
     except Exception as exc:
