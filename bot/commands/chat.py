@@ -1,6 +1,6 @@
 """`askdesk ask`, `askdesk chat` and `askdesk demo`: the terminal surface of the agent.
 
-All three call `Askdesk.answer` exactly like Slack and Teams do; the terminal keeps its
+All three call `Askdesk.answer` exactly like the Slack surface does; the terminal keeps its
 history in the embedded SQLite store under a per-session thread id.
 """
 
