@@ -100,3 +100,38 @@ def test_geocoder_sources(places):
 def test_empty_text_parses_to_no_criteria(places):
     assert not parse_facility_query("", places).has_criteria()
     assert not parse_facility_query("care centers please", places).has_criteria()
+
+
+WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("weekend care in Harris County", {"county": "Harris County", "days": ["Sat", "Sun"]}),
+        ("open saturdays near 78702", {"near": "78702", "days": ["Sat"]}),
+        ("open on Saturdays in Houston", {"city": "Houston", "days": ["Sat"]}),
+        ("sundays in Austin", {"city": "Austin", "days": ["Sun"]}),
+        ("infant care Saturday and Sunday in Austin", {"city": "Austin", "ages": ["infant"], "days": ["Sat", "Sun"]}),
+        ("open on weekends", {"days": ["Sat", "Sun"]}),
+        ("mon-fri toddlers in Dallas", {"city": "Dallas", "ages": ["toddler"], "days": WEEKDAYS}),
+        ("weekdays in Dallas", {"city": "Dallas", "days": WEEKDAYS}),
+        ("Monday through Friday in Waco", {"city": "Waco", "days": WEEKDAYS}),
+        ("open mon to sat", {"days": [*WEEKDAYS, "Sat"]}),
+        ("open sat/sun in austin", {"city": "Austin", "days": ["Sat", "Sun"]}),
+        ("sat/sun toddlers", {"ages": ["toddler"], "days": ["Sat", "Sun"]}),
+        ("open on sun near 78702", {"near": "78702", "days": ["Sun"]}),
+        ("open sat and sun", {"days": ["Sat", "Sun"]}),
+        # a time after the days still reads as a time
+        ("open on weekends until 7pm in dallas", {"city": "Dallas", "open_until": "19:00", "days": ["Sat", "Sun"]}),
+        ("open by 6:30 on saturdays", {"open_at": "06:30", "days": ["Sat"]}),
+        # "sun"/"sat" inside names are not days
+        ("Sunset Ave", {"query": "sunset ave"}),
+        ("Sun Valley Montessori", {"query": "sun valley montessori"}),
+        ("centers on Sun Valley Dr in Austin", {"city": "Austin", "query": "on sun valley dr"}),
+        ('"Sunday School" in Austin', {"city": "Austin", "query": "sunday school"}),
+        ("satellite campus in Austin", {"city": "Austin", "query": "satellite campus"}),
+    ],
+)
+def test_parses_days(text, expected, places):
+    assert _args(text, places) == expected

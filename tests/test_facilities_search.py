@@ -258,3 +258,85 @@ async def test_name_matching_failure_falls_back_to_filters(registry):
     res = await search_facilities(broken, FacilitySearchArgs(query="Ebenezer", city="Austin", limit=0))
     assert "Name matching is unavailable" in res.message
     assert {h.operation_number for h in res.facilities} == where(lambda r: r["city"] == "AUSTIN")
+
+
+WEEK = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def open_on(row, days) -> bool:
+    """The CSV's `days` column ('MonTueWedThuFri') names every day in `days`."""
+    return set(days) <= {d for d in WEEK if d in row["days"]}
+
+
+async def test_days_filter_alone_matches_the_csv(registry):
+    weekdays = where(lambda r: open_on(r, WEEK[:5]))
+    assert 0 < len(weekdays) < len(ROWS)  # the rows without listed days are left out
+    assert await found(registry, days=list(WEEK[:5])) == weekdays
+    assert await found(registry, days=["Mon"]) == where(lambda r: open_on(r, ["Mon"])) == weekdays
+    # no sample facility lists a weekend day: the filter must say so, not fall back to everything
+    assert await found(registry, days=["Sat"]) == where(lambda r: open_on(r, ["Sat"])) == set()
+    assert await found(registry, days=["Sat", "Sun"]) == set()
+    res = await search_facilities(registry, FacilitySearchArgs(days=["Sun", "Sat"]))
+    assert res.total == 0 and "No facility matches all of: open Sat, Sun" in res.message
+
+
+async def test_days_filter_combined(registry):
+    got = await found(registry, county="Travis", ages=["infant"], days=["Mon", "Wed", "Fri"])
+    expected = where(lambda r: r["county"] == "TRAVIS" and "Infant" in r["ages_served"] and open_on(r, ["Mon", "Wed", "Fri"]))
+    assert got == expected and len(expected) >= 2
+    assert expected < where(lambda r: r["county"] == "TRAVIS" and "Infant" in r["ages_served"])  # the filter bites
+    assert await found(registry, city="Houston", days=["Sat", "Sun"]) == set()
+    res = await search_facilities(registry, FacilitySearchArgs(city="Austin", days=["Mon", "Tue", "Wed", "Thu", "Fri"]))
+    assert res.facilities and all(h.days == ["mon", "tue", "wed", "thu", "fri"] for h in res.facilities)
+    assert all(h.matched_features == ["open Mon-Fri"] for h in res.facilities)
+    assert "open Mon-Fri · in Austin" in res.text and "· Mon-Fri ·" in res.text
+
+
+async def test_days_filter_finds_weekend_facilities(registry, tmp_path):
+    """The sample has no weekend facility, so three sample rows get weekend days in a small copy."""
+    with SAMPLE_FACILITIES.open(encoding="utf-8") as fh:
+        header, *rows = list(csv.reader(fh))[:4]
+    col = header.index("days")
+    rows[0][col], rows[1][col], rows[2][col] = "MonTueWedThuFriSat", "SatSun", "MonTueWedThuFri"
+    path = tmp_path / "weekend.csv"
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([header, *rows])
+    report = await ingest_facilities(registry, path, collection="facilities_weekend")
+    assert report.added == 3
+    numbers = [r[header.index("operation_number")] for r in rows]
+
+    async def days_found(days):
+        res = await search_facilities(registry, FacilitySearchArgs(days=days, limit=0), collection="facilities_weekend")
+        return {h.operation_number for h in res.facilities}
+
+    assert await days_found(["Sat"]) == {numbers[0], numbers[1]}
+    assert await days_found(["Sat", "Sun"]) == {numbers[1]}
+    assert await days_found(["Mon", "Sat"]) == {numbers[0]}
+    assert await days_found(["Fri"]) == {numbers[0], numbers[2]}
+    result = await run_facility_command(registry, "weekend care", collection="facilities_weekend")
+    assert result.summary == "open Sat, Sun"
+    assert [h.operation_number for h in result.results.facilities] == [numbers[1]]
+    assert result.to_json()["facilities"][0]["matched_features"] == ["open Sat, Sun"]
+
+
+async def test_command_reads_days_and_says_so(registry):
+    result = await run_facility_command(registry, "weekend care in Harris County")
+    assert result.args.days == ["Sat", "Sun"] and result.args.query is None
+    assert result.summary == "open Sat, Sun · in Harris County"
+    assert result.results.total == 0 and "No facility matches all of: open Sat, Sun" in result.reply
+    weekdays = await run_facility_command(registry, "open mon-fri in Austin")
+    assert weekdays.summary == "open Mon-Fri · in Austin"
+    expected = where(lambda r: r["city"] == "AUSTIN" and open_on(r, WEEK[:5]))
+    assert {h.operation_number for h in weekdays.results.facilities} == expected
+    assert expected < where(lambda r: r["city"] == "AUSTIN")  # an Austin row lists no days
+
+
+async def test_tool_takes_days_and_rejects_bad_ones(registry):
+    tools = ToolRegistry()
+    tools.register(make_tool(registry))
+    schema = make_tool(registry).schema()["parameters"]["properties"]["days"]
+    assert "ALL" in schema["description"]
+    result = await tools.run("search_facilities", {"days": ["saturday"], "city": "Dallas"})
+    assert result.data == [] and "open Sat" in result.text
+    bad = await tools.run("search_facilities", {"days": ["Funday"]})
+    assert bad.text.startswith("ERROR: invalid arguments")

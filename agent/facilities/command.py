@@ -23,9 +23,11 @@ Search the licensed facility registry. Write what you need in plain words, for e
   /facility within 10 miles of Richland Hills
   /facility toddlers w/ special needs in Dallas County, open by 6:30
   /facility drop-in care, 150+ kids
+  /facility weekend care in Harris County
 Understood: a zip code; a city or county; "near X" / "within N miles of X"; ages (infant/baby,
 toddler, pre-k/preschool, school-age); features (after-school, special needs, accredited,
-transportation, drop-in, part-time, get-well, pre-k program); "open by 6:30"; "150+ kids";
+transportation, drop-in, part-time, get-well, pre-k program); "open by 6:30"; days open
+("weekend care", "open saturdays", "sundays", "mon-fri"/"weekdays", "open on sat/sun"); "150+ kids";
 "all" for every match. Anything else is matched against facility names; put a name in quotes."""
 
 

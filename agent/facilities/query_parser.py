@@ -2,10 +2,12 @@
 
 Each recogniser takes its words out of the text, in an order that keeps overlapping
 phrases apart ("after-school" before "school-age", "pre-k program" before "pre-k",
-"Dallas County" before the city "Dallas"). Places are matched against the registry's own
-city and county names (case-insensitive, fuzzy for typos) and the state's gazetteer; a
-place that matches nothing is passed on as written so the search can answer "I don't
-know where X is — did you mean …?". Words left over become the free-text query, minus
+"Dallas County" before the city "Dallas"; days of the week before times, so "open
+weekends until 7pm" keeps its time). "sat"/"sun" count as days only after "open"/"on" or
+as "sat/sun", and not when a name-like word follows ("on Sun Valley Dr"). Places are
+matched against the registry's own city and county names (case-insensitive, fuzzy for
+typos) and the state's gazetteer; a place that matches nothing is passed on as written so
+the search can answer "I don't know where X is — did you mean …?". Words left over become the free-text query, minus
 filler ("care", "centers", "in", "w/") that would otherwise filter everything out.
 """
 
@@ -43,6 +45,13 @@ _AGES: list[tuple[str, str]] = [
     (r"pre[\s-]?k(?:indergarten)?(?:ers)?|pre[\s-]?school(?:ers?|s)?|prekindergarten", "pre-k"),
     (r"school[\s-]?age[ds]?|school[\s-]?agers?|school[\s-]aged|grade[\s-]?school(?:ers)?|school\s+kids", "school"),
 ]
+
+_WEEK = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_DAY_FULL = r"(?P<{g}>mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|satur|sun)(?:day)s?"  # "tuesdays", "thursday"
+_DAY_ABBR = r"(?P<{g}>mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?"
+_DAY_SPAN_END = r"(?P<{g}>mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\.?"  # "mon-fri", "monday to friday"
+_DAY_ANY = r"(?:" + _DAY_FULL.replace("(?P<{g}>", "(?:") + "|" + _DAY_ABBR.replace("(?P<{g}>", "(?:") + ")"
+_OPEN_ON = r"(?:(?:(?:open(?:s|ed)?|available)\s+)?(?:on\s+|every\s+)?)"
 
 _FILLER = frozenset(
     """care childcare child children kids kid daycare daycares day centers center centres centre facility
@@ -196,6 +205,45 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
         v["near"] = f"{m.group(1)},{m.group(2)}"
 
     st.take(r"(-?\d{1,2}\.\d+)\s*,\s*(-?\d{1,3}\.\d+)", _latlon)
+
+    # days of the week: "weekend care", "open saturdays", "mon-fri", "open on sat/sun"
+    days: set[str] = set()
+
+    def _day(word: str) -> str:
+        return _WEEK[[d.lower() for d in _WEEK].index(word[:3])]
+
+    def _rest(m: re.Match) -> str | None:
+        """Keep 'open' when a time follows, so "open weekends until 7pm" still reads the time."""
+        if m.group(0).startswith("open") and re.match(
+            r"\s+(?:until|till|til|to|past|after|at|by|before|from)\s+\d", m.string[m.end():]
+        ):
+            return "open"
+        return None
+
+    def _span(m: re.Match) -> str | None:
+        i, j = _WEEK.index(_day(m.group("a"))), _WEEK.index(_day(m.group("b")))
+        days.update(_WEEK[i : j + 1] if i <= j else _WEEK[i:] + _WEEK[: j + 1])
+        return _rest(m)
+
+    def _abbr(m: re.Match) -> str | bool | None:
+        # "sun"/"sat" alone is a day only when nothing name-like follows ("on Sun Valley Dr" is a street)
+        nxt = re.match(r"[\s|,;.!?]*([a-z0-9]*)", m.string[m.end():]).group(1)
+        if nxt and nxt not in _FILLER and nxt not in _STOP_WORDS_AFTER_PLACE and not re.fullmatch(_DAY_ANY, nxt):
+            return False
+        days.update(_day(w) for w in re.findall(r"[a-z]+", m.group("list")) if w not in ("and", "on", "open"))
+        return _rest(m)
+
+    st.take(_word_re(_OPEN_ON + r"(?:week[\s-]?ends?|sat(?:urday)?s?\s*(?:/|and|&|-)\s*sun(?:day)?s?)"),
+            lambda m: days.update(("Sat", "Sun")) or _rest(m))
+    st.take(_word_re(_OPEN_ON + r"(?:week[\s-]?days?|m\s*-\s*f)"),
+            lambda m: days.update(_WEEK[:5]) or _rest(m))
+    st.take(_word_re(_OPEN_ON + _DAY_SPAN_END.format(g="a") + r"\s*(?:-|–|to|thru|through)\s*"
+                     + _DAY_SPAN_END.format(g="b")), _span)
+    st.take(_word_re(_OPEN_ON + _DAY_FULL.format(g="d")), lambda m: days.add(_day(m.group("d"))) or _rest(m))
+    st.take(r"(?<![\w-])(?:open(?:s|ed)?\s+(?:on\s+)?|on\s+)(?P<list>" + _DAY_ABBR.format(g="d")
+            + r"(?:\s*(?:/|,|and|&)\s*" + _DAY_ABBR.format(g="e") + r")*)(?![\w-])", _abbr)
+    if days:
+        v["days"] = [d for d in _WEEK if d in days]
 
     # opening time: "open at 6:30", "open by 6:30am", "opens before 7"
     def _open(m: re.Match) -> bool | None:

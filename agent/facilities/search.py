@@ -1,6 +1,6 @@
 """`search_facilities`: exact filters, geo radius and free-text ranking over the registry.
 
-Filters (city, county, zip, ages, feature flags, capacity, opening time, radius) are Qdrant
+Filters (city, county, zip, ages, feature flags, capacity, opening time, days open, radius) are Qdrant
 payload filters, so they are exact; `near` adds a `geo_radius` filter and sorts by distance.
 A free-text `query` ranks the filtered set by hybrid dense + BM25 match of the facility
 description (name, place, services). Places the registry or the offline gazetteer does not
@@ -31,6 +31,8 @@ from agent.knowledge.store import DENSE, SPARSE
 from agent.runtime import Runtime
 
 AgeGroup = Literal["infant", "toddler", "pre-k", "school"]
+Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+WEEKDAYS: tuple[str, ...] = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 FEATURE_FLAGS: tuple[str, ...] = tuple(f for f in FLAGS if f != "special_skills")
 MAX_RESULTS = 1000  # "all" is capped here so one answer stays readable
@@ -81,6 +83,11 @@ class FacilitySearchArgs(BaseModel):
         description="Closing time 'HH:MM' (24-hour): the facility must stay open until at least then, e.g. '18:30' "
         "for 'open until 6:30 pm'.",
     )
+    days: list[Weekday] | None = Field(
+        None,
+        description="Days of the week the facility must be open on, ALL of them, e.g. ['Sat', 'Sun'] for "
+        "weekend care or ['Mon', 'Tue', 'Wed', 'Thu', 'Fri'] for weekdays. Leave out unless the user asks about days.",
+    )
     limit: int = Field(
         10, ge=0, le=MAX_RESULTS, description="Most facilities to return; 0 = all matches (when the user asks for all)."
     )
@@ -95,6 +102,18 @@ class FacilitySearchArgs(BaseModel):
         except ValueError:
             raise ValueError("expected a time 'HH:MM', e.g. '06:30'") from None
         return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+    @field_validator("days", mode="before")
+    @classmethod
+    def _day_names(cls, value):
+        """'saturday', 'SAT' -> 'Sat' (models vary the spelling); week order, no repeats."""
+        if not isinstance(value, list):
+            return value
+        named = [d[:3].title() if isinstance(d, str) and d.strip()[:3].title() in WEEKDAYS else d
+                 for d in (v.strip() if isinstance(v, str) else v for v in value)]
+        if any(d not in WEEKDAYS for d in named):
+            return named  # the Literal check names the bad value
+        return [d for d in WEEKDAYS if d in named] or None
 
     @field_validator("query", "city", "county", "zip", "near")
     @classmethod
@@ -230,6 +249,8 @@ async def _resolve(runtime: Runtime, args: FacilitySearchArgs, collection: str) 
         value = getattr(args, flag)
         if value is not None:
             cond.append(_match(flag, bool(value)))
+    for day in args.days or []:
+        cond.append(_match("days", day.lower()))  # the payload stores ["mon", "tue", ...]
     if args.min_capacity is not None:
         cond.append(models.FieldCondition(key="capacity", range=models.Range(gte=args.min_capacity)))
     if args.open_at:
@@ -262,7 +283,7 @@ def _hit(point, args: FacilitySearchArgs, near: Place | None, score: float | Non
     if near and loc:
         distance = round(haversine_miles(near.lat, near.lon, loc["lat"], loc["lon"]), 2)
     features = [f for f in FLAGS if p.get(f)]
-    matched = list(args.ages) + args.requested_features()
+    matched = list(args.ages) + args.requested_features() + ([f"open {_days_label(args.days)}"] if args.days else [])
     return FacilityHit(
         operation_number=str(p.get("operation_number", "")),
         name=p.get("name", ""),
@@ -444,6 +465,8 @@ def describe_args(args: FacilitySearchArgs, near: Place | None = None, radius: f
         parts.append(f"open by {args.open_at}")
     if args.open_until:
         parts.append(f"open until {args.open_until}")
+    if args.days:
+        parts.append(f"open {_days_label(args.days)}")
     if args.city:
         parts.append(f"in {title_case(args.city)}")
     if args.county:
@@ -462,6 +485,15 @@ def describe_args(args: FacilitySearchArgs, near: Place | None = None, radius: f
     return " · ".join(parts) or "all facilities"
 
 
+def _days_label(days: list[str]) -> str:
+    """['mon', ..., 'fri'] -> 'Mon-Fri'; other sets are listed ('Mon, Wed, Sat')."""
+    names = [d.title() for d in days]
+    idx = [WEEKDAYS.index(d) for d in names if d in WEEKDAYS]
+    if len(idx) >= 3 and idx == list(range(idx[0], idx[-1] + 1)):
+        return f"{WEEKDAYS[idx[0]]}-{WEEKDAYS[idx[-1]]}"
+    return ", ".join(names)
+
+
 def format_hit(hit: FacilityHit) -> str:
     where = ", ".join(x for x in (hit.address, title_case(hit.city), hit.zip) if x)
     bits = [f"{hit.name} (#{hit.operation_number})", where]
@@ -470,6 +502,8 @@ def format_hit(hit: FacilityHit) -> str:
     if hit.phone:
         bits.append(hit.phone)
     bits.append(hit.hours or "hours not listed")
+    if hit.days:
+        bits.append(_days_label(hit.days))
     if hit.ages:
         bits.append("ages " + "/".join(hit.ages))
     if hit.capacity is not None:

@@ -29,6 +29,7 @@ PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
     "county_key": KEYWORD,
     "zip5": KEYWORD,
     "ages": KEYWORD,
+    "days": KEYWORD,
     **{flag: models.PayloadSchemaType.BOOL for flag in FLAGS},
     "capacity": models.PayloadSchemaType.INTEGER,
     "open_minutes": models.PayloadSchemaType.INTEGER,

@@ -16,10 +16,10 @@ def make_tool(runtime: "Runtime", *, facilities_collection: str | None = None) -
     async def search_facilities_tool(args: FacilitySearchArgs) -> ToolResult:
         """Find licensed child-care facilities in the registry by place (city, county, zip, or near a
         place within a radius in miles), age groups served, features (after-school care, special needs,
-        accredited, transportation, drop-in, part-time, pre-k program, get-well care), capacity and
-        opening time, or by name. Returns each facility's operation number, address, phone, hours,
-        ages, features and distance. Use for questions about specific facilities or providers, not
-        for program rules."""
+        accredited, transportation, drop-in, part-time, pre-k program, get-well care), capacity,
+        opening time, days open (e.g. weekends), or by name. Returns each facility's operation
+        number, address, phone, hours, days, ages, features and distance. Use for questions about
+        specific facilities or providers, not for program rules."""
         results = await search_facilities(runtime, args, collection=facilities_collection)  # type: ignore[arg-type]
         references = [
             Reference(
