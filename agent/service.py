@@ -250,6 +250,7 @@ class Askdesk:
         span = self.tracer.turn("askdesk turn", {"text": text},
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         calls: list[Usage] = []
+        routed: dict[str, Route] = {"route": "knowledge"}  # what a failed turn reports
         result: AnswerResult
         try:
             if req.history is not None:
@@ -257,11 +258,11 @@ class Askdesk:
             else:
                 history = (await self.store.load(req.surface, req.thread_id)).messages
             history = trim_history([m for m in history if m.role in ("user", "assistant")], self.settings.history_chars)
-            result = await self._turn(text, history, req, progress, calls, span)
+            result = await self._turn(text, history, req, progress, calls, span, routed)
         except ProviderError as exc:
             ref = _short_id()
             log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, exc.provider)
-            result = AnswerResult(answer=self.prompts.render("provider_error", ref=ref), route="knowledge")
+            result = AnswerResult(answer=self.prompts.render("provider_error", ref=ref), route=routed["route"])
             span.end(error=f"{ref}: {type(exc).__name__}")
             span = NOOP
         except Exception as exc:
@@ -276,7 +277,7 @@ class Askdesk:
                 log.error("turn %s failed: %s\n%s", ref, type(exc).__name__,
                           "".join(traceback.format_tb(exc.__traceback__)))
                 message = self.prompts.render("internal_error", ref=ref)
-            result = AnswerResult(answer=message, route="knowledge")
+            result = AnswerResult(answer=message, route=routed["route"])
             span.end(error=f"{ref}: {type(exc).__name__}")
             span = NOOP
         result.llm_calls = len(calls)
@@ -292,10 +293,11 @@ class Askdesk:
         return result
 
     async def _turn(self, text: str, history: list[ChatMessage], req: AskRequest, progress: ProgressFn | None,
-                    calls: list[Usage], span: Span) -> AnswerResult:
+                    calls: list[Usage], span: Span, routed: dict[str, Route]) -> AnswerResult:
         collection = req.collection
         router_span = span.child("router", "chain", {"text": text})
         route = await self.router(collection, calls, router_span).route(text, history, router_span)
+        routed["route"] = route.route
         router_span.end(describe(route) | {"query": route.query})
         common = dict(route=route.route, rewritten_query=route.query if route.rewritten else None)
 

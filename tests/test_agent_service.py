@@ -171,10 +171,10 @@ async def test_500s_after_retries_fall_back_to_the_next_provider(kb, llm_server,
 
 
 async def test_timeout_falls_back_to_the_next_provider(kb, llm_server, tmp_path):
-    llm_server.script_delay("openai", 3.0, final_step("too late", DOC))
+    llm_server.script_delay("openai", 4.0, final_step("too late", DOC))
     llm_server.script("groq", final_step("$34 per week (from Groq).", DOC))
     service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], fallback_models=[PROVIDERS["groq"]],
-                           llm_timeout=0.5, llm_max_retries=0)
+                           llm_timeout=1.5, llm_max_retries=0)  # room for a loaded machine
     result = await service.answer(AskRequest(text=FIRST_Q))
     assert result.answer == "$34 per week (from Groq)."
 
@@ -189,6 +189,13 @@ async def test_every_provider_failing_gives_an_apology_with_a_reference_and_no_t
     ref = result.answer.rsplit("reference ", 1)[1].rstrip(").")
     assert ref in caplog.text  # the log line carries the same id
     assert "2,890" not in caplog.text and "test-openai-key" not in caplog.text
+
+
+async def test_a_failed_facility_turn_keeps_its_route(kb, llm_server, tmp_path):
+    llm_server.script_error("openai", 503, times=2)  # the first try and its one retry
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"])
+    result = await service.answer(AskRequest(text="baby care within 10 miles of 78702"))
+    assert "reference" in result.answer and result.route == "facility"
 
 
 async def test_facility_route_prefetches_the_registry_search(kb, llm_server, tmp_path):
