@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -66,6 +67,34 @@ async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -
     return 0
 
 
+async def _read_line(console: Console, prompt: str) -> str:
+    """`console.input` in a daemon thread. Not `asyncio.to_thread`: after Ctrl-C its worker
+    thread stays blocked in input() and the interpreter waits for it at exit (the chat hangs)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[str] = loop.create_future()
+
+    def settle(value: str | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)
+
+    def read() -> None:
+        try:
+            value, error = console.input(prompt), None
+        except BaseException as exc:  # EOFError (Ctrl-D) travels back to the loop
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:
+            pass  # the loop has closed: nobody is waiting for this line
+
+    threading.Thread(target=read, name="askdesk-chat-input", daemon=True).start()
+    return await done
+
+
 async def _chat_loop(settings: Settings, thread: str, questions: list[str] | None = None, service=None) -> None:
     """Interactive chat; with `questions`, answers those and returns (non-interactive demo)."""
     from agent.service import Askdesk, AskRequest
@@ -92,8 +121,9 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
                 console.print(f"[bold green]you>[/bold green] {text}")
             else:
                 try:
-                    text = await asyncio.to_thread(console.input, "[bold green]you>[/bold green] ")
-                except (EOFError, KeyboardInterrupt):
+                    text = await _read_line(console, "[bold green]you>[/bold green] ")
+                except (EOFError, KeyboardInterrupt, asyncio.CancelledError):
+                    # Ctrl-D, or Ctrl-C (asyncio.run turns SIGINT into a cancel of this await)
                     console.print()
                     return
             if text.strip().lower() in EXIT_WORDS:
