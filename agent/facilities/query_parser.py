@@ -171,6 +171,19 @@ def _display(known: _Places, kind: str, key: str) -> str:
     return known.places.counties[key].name if key in known.places.counties else title_case(key) + " County"
 
 
+def _known_place(rest: str, words: list[str], known, notes: list[str]) -> tuple[str, str, int] | None:
+    """(kind, display name, characters of `rest` used) when `words` start with a known place;
+    a fuzzy read is noted so the reply can say how the text was understood."""
+    hit = _match_place(words, known)
+    if not hit:
+        return None
+    kind, key, n, fuzzy = hit
+    name = _display(known, kind, key)
+    if fuzzy:
+        notes.append(f"read '{' '.join(words[:n])}' as {name}")
+    return kind, name, _span_of_words(rest, n)
+
+
 def _to_hhmm(hour: int, minute: int, half: str | None) -> str | None:
     if half:
         if not 1 <= hour <= 12:
@@ -333,13 +346,9 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
         words = _place_words(phrase)
         if not words:
             return None, 0
-        hit = _match_place(words, known)
-        if hit:
-            kind, key, n, fuzzy = hit
-            name = _display(known, kind, key)
-            if fuzzy:
-                st.notes.append(f"read '{' '.join(words[:n])}' as {name}")
-            used = _span_of_words(rest, n)
+        place = _known_place(rest, words, known, st.notes)
+        if place:
+            _, name, used = place
             return name, used
         trimmed = [w for w in words if w not in _FILLER]
         if not trimmed:
@@ -418,14 +427,10 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
         words = _place_words(phrase)
         if not words:
             continue
-        hit = _match_place(words, known)
-        if hit:
-            kind, key, n, fuzzy = hit
-            name = _display(known, kind, key)
-            if fuzzy:
-                st.notes.append(f"read '{' '.join(words[:n])}' as {name}")
+        place = _known_place(rest, words, known, st.notes)
+        if place:
+            kind, name, used = place
             v.setdefault(kind, name)
-            used = _span_of_words(rest, n)
         else:
             content = [w for w in words if w not in _FILLER]
             if not content or any(ch.isdigit() for w in content for ch in w):
