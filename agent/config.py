@@ -10,7 +10,6 @@ Every field is documented in the README's settings table.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -149,11 +148,6 @@ class Settings(BaseSettings):
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "askdesk.sqlite"
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()
 
 
 def load_settings(**overrides: Any) -> Settings:
