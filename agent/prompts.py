@@ -163,6 +163,9 @@ REQUIRED: dict[str, set[str]] = {
     "store_error": {"ref"},
     "internal_error": {"ref"},
     "iteration_cap": set(),
+    "answer_interrupted": set(),
+    "answer_interrupted_search_only": set(),
+    "answer_incomplete": {"ref"},
     "not_known": set(),
 }
 

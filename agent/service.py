@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent.answer_stream import AnswerText, TextFn
+from agent.citations import Citations
 from agent.config import Settings
 from agent.memory import SQLiteConversationStore, trim_history
 from agent.messages import ChatMessage
@@ -92,6 +94,8 @@ class _Metered:
         self._calls = calls
         # ModelChain logs every attempt (failed ones too) into `calls`; a plain model does not.
         self._logs_calls = _accepts_calls(type(chain))
+        if not (self._logs_calls and hasattr(chain, "stream")):
+            self.stream = None  # type: ignore[assignment]  # the loop then calls complete()
 
     async def complete(self, messages: list[ChatMessage], response_model: type) -> Completion:
         if self._logs_calls:
@@ -99,6 +103,9 @@ class _Metered:
         completion = await self._chain.complete(messages, response_model)
         self._calls.append(completion.usage)
         return completion
+
+    async def stream(self, messages: list[ChatMessage], response_model: type, **kwargs: Any) -> Completion:
+        return await self._chain.stream(messages, response_model, calls=self._calls, **kwargs)
 
 
 def _short_id() -> str:
@@ -237,7 +244,10 @@ class Askdesk:
         return args, await registry.run("search_facilities", args)
 
     # ----------------------------------------------------------------- the turn
-    async def answer(self, req: AskRequest, progress: ProgressFn | None = None) -> AnswerResult:
+    async def answer(self, req: AskRequest, progress: ProgressFn | None = None,
+                     on_text: TextFn | None = None) -> AnswerResult:
+        """`on_text` receives the answer text as the model writes it; when it received any, it
+        received all of `result.answer` (notes after a failure included)."""
         started = time.perf_counter()
         text = (req.text or "").strip()
         if not text:
@@ -251,6 +261,7 @@ class Askdesk:
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         calls: list[Usage] = []
         routed: dict[str, Route] = {"route": "knowledge"}  # what a failed turn reports
+        streamed = AnswerText(on_text, Citations())
         result: AnswerResult
         try:
             if req.history is not None:
@@ -258,11 +269,12 @@ class Askdesk:
             else:
                 history = (await self.store.load(req.surface, req.thread_id)).messages
             history = trim_history([m for m in history if m.role in ("user", "assistant")], self.settings.history_chars)
-            result = await self._turn(text, history, req, progress, calls, span, routed)
+            result = await self._turn(text, history, req, progress, calls, span, routed, streamed)
         except ProviderError as exc:
             ref = _short_id()
             log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, exc.provider)
-            result = AnswerResult(answer=self.prompts.render("provider_error", ref=ref), route=routed["route"])
+            message = self.prompts.render("answer_incomplete" if streamed.shown else "provider_error", ref=ref)
+            result = AnswerResult(answer=message, route=routed["route"])
             span.end(error=f"{ref}: {type(exc).__name__}")
             span = NOOP
         except Exception as exc:
@@ -280,6 +292,9 @@ class Askdesk:
             result = AnswerResult(answer=message, route=routed["route"])
             span.end(error=f"{ref}: {type(exc).__name__}")
             span = NOOP
+        if streamed.shown and result.answer != streamed.shown:
+            await streamed.note(result.answer)  # e.g. the failure message after an interrupted answer
+            result.answer = streamed.shown
         result.llm_calls = len(calls)
         result.latency_ms = (time.perf_counter() - started) * 1000
         if req.history is None:
@@ -293,7 +308,7 @@ class Askdesk:
         return result
 
     async def _turn(self, text: str, history: list[ChatMessage], req: AskRequest, progress: ProgressFn | None,
-                    calls: list[Usage], span: Span, routed: dict[str, Route]) -> AnswerResult:
+                    calls: list[Usage], span: Span, routed: dict[str, Route], streamed: AnswerText) -> AnswerResult:
         collection = req.collection
         router_span = span.child("router", "chain", {"text": text})
         route = await self.router(collection, calls, router_span).route(text, history, router_span)
@@ -315,13 +330,24 @@ class Askdesk:
         if self.search_only:
             return self._search_only_answer(route, prefetched, common)
 
-        loop_result = await run_agent(
-            model=_Metered(self.models.agent, calls), registry=registry, prompts=self.prompts,
-            question=text,
-            history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
-            domain=self.settings.assistant_domain, progress=progress, span=span,
-            tool_specs=self.tool_specs(collection),
-        )
+        try:
+            loop_result = await run_agent(
+                model=_Metered(self.models.agent, calls), registry=registry, prompts=self.prompts,
+                question=text,
+                history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
+                domain=self.settings.assistant_domain, progress=progress, span=span,
+                tool_specs=self.tool_specs(collection), answer=streamed,
+            )
+        except ProviderError as exc:
+            if not (getattr(exc, "shown", False) and prefetched):
+                raise
+            # the answer broke off mid-stream: keep it, say so, continue with the search results
+            log.warning("turn: every model failed mid-answer (%s); search-only continuation", exc.provider)
+            await streamed.note(self.prompts.render("answer_interrupted_search_only"))
+            fallback = self._search_only_answer(route, prefetched, common)
+            await streamed.note(fallback.answer)
+            fallback.answer, fallback.notice = streamed.shown, None
+            return fallback
         return AnswerResult(
             answer=loop_result.answer, references=loop_result.references, confidence=loop_result.confidence,
             tool_calls=loop_result.tool_calls, facilities=loop_result.facilities, **common,

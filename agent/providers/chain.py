@@ -15,12 +15,18 @@ Accounting: every provider attempt, failed or not, appends a `Usage` (with `erro
 failures and `requests` = HTTP requests behind it) to `chain.calls` and to the optional
 per-turn `calls` list passed to `complete()`; the returned Completion's usage names the
 provider that answered. `llm_calls` of a turn = len(its list).
+
+Streaming (`stream`): the same order and rules, with partial outputs passed to
+`on_partial` as they arrive. When a model fails after its partial output reached the user
+(the provider marks the error `shown`), `on_interrupt(error, more)` is awaited first — the
+caller keeps what was shown and adds a note — and the next model answers after it
+(`more` says whether one is left). Such a failure moves on even when it is not retryable.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -29,8 +35,12 @@ from agent.config import Settings
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, Provider, ProviderError, ProviderNotConfigured, Usage
 from agent.providers.factory import parse_spec, resolve
+from agent.providers.streaming import PartialFn
 
 T = TypeVar("T", bound=BaseModel)
+
+# Awaited when a model fails after its partial output was shown: (error, another model follows).
+InterruptFn = Callable[[ProviderError, bool], Awaitable[None]]
 
 # (env var that enables it, spec) in order of preference when no model is configured
 DEFAULT_AGENT_MODELS = [
@@ -132,6 +142,47 @@ class ModelChain:
             raise last
         raise ProviderError("every model failed — " + "; ".join(errors), provider=last.provider,
                             retryable=True) from last
+
+    async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
+                     on_interrupt: InterruptFn | None = None, timeout: float | None = None,
+                     max_retries: int | None = None, calls: list[Usage] | None = None) -> Completion[T]:
+        """`complete`, streamed; a provider without `stream` answers whole (one partial: the output)."""
+        if not self._targets:
+            raise ProviderNotConfigured("; ".join(self.missing))
+        errors: list[str] = []
+        last: ProviderError | None = None
+        shown_any = False
+        for position, (spec, provider, model) in enumerate(self._targets):
+            options = dict(model=model, max_retries=self.max_retries if max_retries is None else max_retries,
+                           timeout=self.timeout if timeout is None else timeout)
+            try:
+                stream = getattr(provider, "stream", None)
+                if stream is not None:
+                    completion = await stream(messages, response_model, on_partial=on_partial, **options)
+                else:
+                    completion = await provider.complete(messages, response_model, **options)
+                    await on_partial(completion.output)
+            except ProviderError as exc:
+                usage = getattr(exc, "usage", None) or Usage(provider=provider.name, model=model, error=str(exc))
+                self._log(usage, calls)
+                shown = bool(getattr(exc, "shown", False))
+                shown_any = shown_any or shown
+                more = position + 1 < len(self._targets)
+                if shown and on_interrupt is not None:
+                    await on_interrupt(exc, more)
+                if not exc.retryable and not shown:
+                    raise
+                errors.append(f"{spec}: {exc}")
+                last = exc
+                continue
+            self._log(completion.usage, calls)
+            return completion
+        assert last is not None
+        if len(errors) == 1:
+            raise last
+        error = ProviderError("every model failed — " + "; ".join(errors), provider=last.provider, retryable=True)
+        error.shown = shown_any  # type: ignore[attr-defined]
+        raise error from last
 
     def _log(self, usage: Usage, calls: list[Usage] | None) -> None:
         self.calls.append(usage)

@@ -15,6 +15,10 @@ Routes and the queue each one pops from:
     POST /openai/v1/chat/completions               -> "groq"    (GROQ_BASE_URL=<url>; the SDK appends /openai/v1)
     POST /{name}/v1/chat/completions               -> name      (OpenAI-compatible servers: "compatible", "ollama", ...)
     POST /v1beta/models/{model}:generateContent    -> "gemini"  (GOOGLE_GEMINI_BASE_URL=<url>; /v1/models too)
+    POST /v1beta/models/{model}:streamGenerateContent?alt=sse -> "gemini" (server-sent events)
+
+A request that asks for a stream gets its reply as server-sent events in the provider's
+format, paced by `set_stream_pace` or a `Stream` step (tests/fakes/llm_stream.py).
 
 The server runs on its own event loop in a background thread, so the same object works
 from sync tests, async tests (any loop scope) and benchmarks.
@@ -32,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.llm_stream import Pace, Stream, output_of, stream_gemini, stream_openai, wants_stream
 
 # --------------------------------------------------------------------------- steps
 
@@ -71,7 +77,7 @@ class Delay:
     then: Reply | Raw | Error | None = None
 
 
-Step = Reply | Raw | Error | Delay
+Step = Reply | Raw | Error | Delay | Stream
 
 
 @dataclass
@@ -84,6 +90,7 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-cased names
     status: int = 0  # what the fake answered
     error: str | None = None  # set when nothing was scripted (the test should fail)
+    chunks: list[tuple[float, str]] = field(default_factory=list)  # streams: (monotonic time, text so far)
 
     @property
     def model(self) -> str:
@@ -98,7 +105,7 @@ class RecordedRequest:
 
 
 def _as_step(reply: Any) -> Step:
-    if isinstance(reply, (Reply, Raw, Error, Delay)):
+    if isinstance(reply, (Reply, Raw, Error, Delay, Stream)):
         return reply
     if isinstance(reply, str):
         return Raw(reply)
@@ -126,6 +133,7 @@ class FakeLLMServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._counter = 0
+        self._pace: dict[str, Pace] = {}
 
     # ----------------------------------------------------------------- scripting
     def script(self, provider: str, *replies: Any, input_tokens: int | None = None,
@@ -163,6 +171,13 @@ class FakeLLMServer:
         """Fixed extra latency for every request to `provider` (benchmarks: 0.3)."""
         with self._lock:
             self._latency[provider] = seconds
+        return self
+
+    def set_stream_pace(self, provider: str, *, first_token: float = 0.0, tokens_per_s: float = 0.0,
+                        chars_per_chunk: int = 4) -> FakeLLMServer:
+        """Pace of every stream `provider` sends (benchmarks: 0.3 s to the first token, 40 tokens/s)."""
+        with self._lock:
+            self._pace[provider] = Pace(first_token, tokens_per_s, chars_per_chunk)
         return self
 
     def pending(self, provider: str | None = None) -> int:
@@ -251,7 +266,7 @@ class FakeLLMServer:
 
     async def _start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1beta/models/{target:.+}", self._gemini)
+        app.router.add_post("/v1beta/models/{target:.+}", self._gemini)  # :generateContent and :streamGenerateContent
         app.router.add_post("/v1/models/{target:.+}", self._gemini)
         app.router.add_post("/v1/chat/completions", self._openai_like)
         app.router.add_post("/{prefix:.+}/v1/chat/completions", self._openai_like)
@@ -289,7 +304,7 @@ class FakeLLMServer:
             return None
 
     async def _serve(self, rec: RecordedRequest, render: Callable[[RecordedRequest, Reply | Raw], dict],
-                     error_body: Callable[[int, str], dict]) -> web.Response:
+                     error_body: Callable[[int, str], dict], stream: Callable | None = None) -> web.StreamResponse:
         latency = self._latency.get(rec.provider, self._default_latency)
         if latency:
             await asyncio.sleep(latency)
@@ -304,6 +319,13 @@ class FakeLLMServer:
             rec.status = step.status
             return web.json_response(error_body(step.status, step.message), status=step.status,
                                      headers=step.headers)
+        fault = step if isinstance(step, Stream) else None
+        if isinstance(step, Stream):
+            step = output_of(step)
+        if stream is not None and wants_stream(rec):
+            rec.status = 200
+            pace = (fault.pace if fault is not None and fault.pace else None) or self._pace.get(rec.provider, Pace())
+            return await stream(rec, step, pace, fault)
         try:
             payload = render(rec, step)
         except Exception as exc:  # a malformed request or script: fail loudly
@@ -328,7 +350,14 @@ class FakeLLMServer:
         prefix = request.match_info.get("prefix")
         provider = "openai" if prefix is None else ("groq" if prefix == "openai" else prefix)
         rec = await self._record(request, provider)
-        return await self._serve(rec, self._render_openai, _openai_error)
+
+        async def stream(rec: RecordedRequest, step: Reply | Raw, pace: Pace, fault: Stream | None):
+            text = _output_text(rec, step)
+            self._counter += 1
+            return await stream_openai(request, rec, text=text, tool_name=_openai_tool_name(rec.body),
+                                       tokens=_tokens(rec, step, text), pace=pace, fault=fault, counter=self._counter)
+
+        return await self._serve(rec, self._render_openai, _openai_error, stream)
 
     def _render_openai(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         body = rec.body
@@ -358,8 +387,8 @@ class FakeLLMServer:
     # Gemini ---------------------------------------------------------------------------
     async def _gemini(self, request: web.Request) -> web.Response:
         rec = await self._record(request, "gemini")
-        if not request.match_info["target"].endswith(":generateContent"):
-            rec.error = f"only :generateContent is faked, got {request.path}"
+        if not request.match_info["target"].endswith((":generateContent", ":streamGenerateContent")):
+            rec.error = f"only :generateContent and :streamGenerateContent are faked, got {request.path}"
             with self._lock:
                 self.errors.append(rec.error)
             rec.status = 404
@@ -371,7 +400,13 @@ class FakeLLMServer:
                 self.errors.append(rec.error)
             rec.status = 400
             return web.json_response(_gemini_error(400, problem), status=400)
-        return await self._serve(rec, self._render_gemini, _gemini_error)
+
+        async def stream(rec: RecordedRequest, step: Reply | Raw, pace: Pace, fault: Stream | None):
+            text = _output_text(rec, step)
+            return await stream_gemini(request, rec, text=text, function_name=_gemini_function_name(rec.body),
+                                       tokens=_tokens(rec, step, text), pace=pace, fault=fault)
+
+        return await self._serve(rec, self._render_gemini, _gemini_error, stream)
 
     def _render_gemini(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         text = _output_text(rec, step)
