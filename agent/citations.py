@@ -67,6 +67,7 @@ class MarkerFilter:
         self._space = ""  # whitespace not yet known to be inside the text
         self._mark = ""  # "[" + digits, waiting for "]"
         self._started = False
+        self._dropped = False  # a marker was just dropped: no doubled space, no space before "."
 
     def feed(self, chunk: str) -> str:
         out: list[str] = []
@@ -82,6 +83,8 @@ class MarkerFilter:
                         out.append(self._space + shown)
                         self._space = ""
                         self._started = True
+                    else:
+                        self._dropped = True
                     continue
                 out.append(self._space + self._mark)
                 self._space, self._mark = "", ""
@@ -89,12 +92,15 @@ class MarkerFilter:
             if char == "[":
                 self._mark = "["
             elif char.isspace():
-                if self._started:
+                if self._started and not (self._dropped and self._space):
                     self._space += char
             else:
+                if self._dropped and char in ".,;:!?)":
+                    self._space = ""
                 out.append(self._space + char)
                 self._space = ""
                 self._started = True
+                self._dropped = False
         return "".join(out)
 
     def flush(self) -> str:
@@ -105,4 +111,4 @@ class MarkerFilter:
 
     def reset(self) -> None:
         """A new answer starts (after an interruption note): drop what was held back."""
-        self._space, self._mark, self._started = "", "", False
+        self._space, self._mark, self._started, self._dropped = "", "", False, False
