@@ -61,7 +61,7 @@ class AnswerText:
         """An interruption: a note after what was shown; a following answer starts afresh."""
         self._filter.reset()
         self._raw = ""
-        await self._send(("\n\n" if self.shown else "") + text.strip())
+        await self._send(("\n\n" if self.shown and not self._gap else "") + text.strip())
         self._gap = "\n\n"
 
     async def _send(self, text: str) -> None:

@@ -179,7 +179,7 @@ async def answer(bot: "SlackBot", incoming: Incoming, context: AsyncBoltContext,
     )
     answer_id = uuid.uuid4().hex[:12]
     try:
-        result = await bot.askdesk.answer(request, progress=reply.progress)
+        result = await bot.askdesk.answer(request, progress=reply.progress, on_text=reply.text)
     except Exception:  # answer() promises not to raise; a bug must still not leave the user hanging
         log.exception("slack: answer failed (reference %s)", answer_id)
         result = AnswerResult(

@@ -2,8 +2,10 @@
 then updated.
 
 Streaming uses slack_sdk's `chat_stream` helper (chat.startStream / appendStream /
-stopStream): tool progress appears as task updates, then the answer text, and the stop
-call attaches the sources and feedback buttons. A workspace that refuses streaming is
+stopStream): tool progress appears as task updates, then the answer text as the model
+writes it (`text`, through a TextBuffer: the first words at once, then one append per
+~600 characters or per sentence after a pause), and the stop call carries the rest of the
+text with the sources and feedback buttons. A workspace that refuses streaming is
 remembered and gets the classic path: a placeholder reply that progress updates edit and
 the final answer replaces. In the assistant pane, progress goes to the thread status
 instead (assistant.threads.setStatus with loading messages).
@@ -20,14 +22,16 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
-from bot.slack.blocks import answer_messages, fallback_text, footer_blocks, split_markdown
+from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, footer_blocks, split_markdown
+from bot.text_buffer import TextBuffer
 
 if TYPE_CHECKING:
     from bot.slack.app import SlackBot
 
 log = logging.getLogger("askdesk.slack")
 
-STREAM_BUFFER_CHARS = 600
+STREAM_BUFFER_CHARS = 600  # answer characters per chat.appendStream at most (Slack rate limits)
+STREAM_FLUSH_SECONDS = 4.0  # a pause this long at a sentence end flushes a smaller piece
 
 
 class Reply:
@@ -47,6 +51,9 @@ class Reply:
         self.placeholder_ts: str | None = None
         self.tasks: list[str] = []
         self.posted_ts: list[str] = []
+        self.buffer = TextBuffer(self._append_text, chars=STREAM_BUFFER_CHARS, seconds=STREAM_FLUSH_SECONDS)
+        self._tasks_done = False
+        self.appended = ""  # answer text already in the streamed message
 
     # --- progress -------------------------------------------------------------------------
 
@@ -85,6 +92,27 @@ class Reply:
         except SlackApiError as exc:
             log.warning("slack: progress update failed: %s", exc.response.get("error"))
 
+    async def text(self, delta: str) -> None:
+        """The answer as the model writes it (Askdesk.answer's `on_text`): appended to the
+        open stream; ignored where the workspace does not stream (the answer is posted whole)."""
+        if self.streaming and len(self.buffer.sent) + len(self.buffer.pending) + len(delta) <= PART_CHARS:
+            await self.buffer.add(delta)
+        # beyond one message's worth the text waits for finish(), which posts it in parts
+
+    async def _append_text(self, text: str) -> None:
+        try:
+            stream = await self._open_stream()
+            assert stream is not None
+            # the first text also completes the running task: one call, not two
+            chunks = [] if self._tasks_done else self._complete_last_task()
+            self._tasks_done = True
+            await stream.append(markdown_text=text, chunks=chunks or None)
+            self.appended += text
+        except SlackApiError as exc:
+            if self.stream is not None and self.stream.ts:
+                raise  # the stream exists: finish() reports it, never posts the answer twice
+            self._stream_refused(exc)
+
     async def _stream_task(self, text: str) -> None:
         """Complete the previous task and show `text` as the running one."""
         chunks = self._complete_last_task()
@@ -105,7 +133,7 @@ class Reply:
         if not self.streaming:
             return None
         stream = await self.client.chat_stream(
-            channel=self.channel, thread_ts=self.thread_ts, buffer_size=STREAM_BUFFER_CHARS,
+            channel=self.channel, thread_ts=self.thread_ts, buffer_size=1,  # TextBuffer batches
             recipient_team_id=self.team_id or None, recipient_user_id=self.user_id,
         )
         self.stream = stream
@@ -127,6 +155,19 @@ class Reply:
     # --- the answer ----------------------------------------------------------------------
 
     async def finish(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
+        if self.streaming and self.appended and answer.startswith(self.appended):
+            # the answer streamed: the stop call carries the rest, the sources and the buttons
+            self.buffer.take()
+            assert self.stream is not None
+            rest, more = _cut(answer, len(self.appended))
+            footer = footer_blocks(references, notice, value) if not more else []
+            await self.stream.stop(markdown_text=rest or None, blocks=footer or None)
+            if self.stream.ts:
+                self.posted_ts.append(self.stream.ts)
+            if more:  # a very long answer: the rest in further messages, split as usual
+                await self._post_parts(answer_messages(more, references, notice=notice, value=value),
+                                       use_placeholder=False)
+            return
         parts = split_markdown(answer or "…")
         if self.streaming:
             try:
@@ -145,12 +186,8 @@ class Reply:
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
         assert stream is not None
-        chunks = self._complete_last_task()
-        if chunks:
-            await stream.append(chunks=chunks)
-        for paragraph in text.split("\n\n"):
-            await stream.append(markdown_text=paragraph + "\n\n")
-        await stream.stop(blocks=footer or None)
+        chunks = [] if self._tasks_done else self._complete_last_task()
+        await stream.stop(markdown_text=text, chunks=chunks or None, blocks=footer or None)
         if stream.ts:
             self.posted_ts.append(stream.ts)
 
@@ -166,3 +203,16 @@ class Reply:
                 channel=self.channel, thread_ts=self.thread_ts, text=text, blocks=blocks,
             )
             self.posted_ts.append(response.get("ts"))
+
+
+def _cut(answer: str, streamed: int) -> tuple[str, str]:
+    """(rest of the streamed message, text for further messages): a long answer's streamed
+    message ends at the first paragraph break after the streamed text, outside code blocks."""
+    if len(answer) <= PART_CHARS:
+        return answer[streamed:], ""
+    position = streamed
+    while (cut := answer.find("\n\n", position)) >= 0:
+        if answer.count("```", 0, cut) % 2 == 0:
+            return answer[streamed:cut], answer[cut:].strip()
+        position = cut + 2
+    return answer[streamed:], ""
