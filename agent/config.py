@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
     llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
     max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
+    stream_answers: bool = Field(True, description="Stream the answer text to Slack, Teams and the terminal as the model writes it (same single model call); false = every answer arrives whole.")
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
 
     # --- intent router (added by the agent issue) -----------------------------------

@@ -261,7 +261,7 @@ class Askdesk:
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         calls: list[Usage] = []
         routed: dict[str, Route] = {"route": "knowledge"}  # what a failed turn reports
-        streamed = AnswerText(on_text, Citations())
+        streamed = AnswerText(on_text if self.settings.stream_answers else None, Citations())
         result: AnswerResult
         try:
             if req.history is not None:
