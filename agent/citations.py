@@ -17,7 +17,7 @@ from typing import Any
 from agent.references import Reference
 
 _DOC_INDEX = re.compile(r'(<document index=")(\d+)(")')
-_MAX_MARKER_DIGITS = 4
+_MAX_MARKER_DIGITS = 3  # "[2024]" is a year, not a citation
 
 
 class Citations:

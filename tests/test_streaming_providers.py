@@ -207,3 +207,4 @@ def test_reference_equality_in_cited():
     f = MarkerFilter(citations)
     assert f.feed("x [1] y [2]") + f.flush() == "x [1] y [1]"
     assert citations.cited == [Reference(source="a.md", section="S")]
+    assert f.feed(" in [2024] and [x]") + f.flush() == " in [2024] and [x]"  # not markers: kept as written
