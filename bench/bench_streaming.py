@@ -93,11 +93,13 @@ async def slack_round(slack: SlackHarness, fake: FakeSlackAPI, llm: FakeLLMServe
     ts = f"{1700200000 + n}.000100"
     started = time.monotonic()
     assert await slack.mention(QUESTION, ts=ts, user=f"U{n:04d}") == 200
+    await fake.wait_for("chat.stopStream", timeout=60)
     await slack.bot.drain()
     calls = [c for c in fake.calls if c.at >= started]
     stream = [c for c in calls if c.method in ("chat.startStream", "chat.appendStream", "chat.stopStream")]
     with_text = [c for c in stream if any(ch.get("type") == "markdown_text" and ch.get("text", "").strip()
                                           for ch in c.args.get("chunks") or [])]
+    assert with_text, f"no answer text reached Slack: {[(c.method, str(c.args)[:200]) for c in calls]}"
     first = with_text[0]
     message = next(m for msgs in fake.threads.values() for m in msgs if m.get("thread_ts") == ts and m.get("bot_id"))
     assert message["text"] == ANSWER, f"the message must equal the full answer: {message['text'][:300]!r}"
