@@ -8,11 +8,14 @@ text so far — after a failure it is what the user already saw, kept and follow
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent.citations import Citations, MarkerFilter
 from agent.steps import FinalAnswer
+
+log = logging.getLogger("askdesk.stream")
 
 # Surfaces pass this to receive the answer text as it grows (one call per new piece).
 TextFn = Callable[[str], Awaitable[None]]
@@ -70,4 +73,8 @@ class AnswerText:
         text, self._gap = self._gap + text, ""
         self.shown += text
         if self.sink is not None:
-            await self.sink(text)
+            try:
+                await self.sink(text)
+            except Exception:  # a surface's failure must not fail the model call: the answer still ends the turn
+                log.exception("answer stream: the surface failed to take text; it gets the whole answer at the end")
+                self.sink = None

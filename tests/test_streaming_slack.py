@@ -84,3 +84,19 @@ async def test_every_model_failing_mid_answer_continues_with_the_search_results(
     assert "incomplete" in text and "documents say" in text
     assert "Income Eligibility" in text or "source:" in text  # the passages follow the note
     assert not text.rstrip().endswith(ANSWER[150:200])  # never the half answer alone
+
+
+async def test_a_refused_append_loses_nothing(make_bot, fake_slack, llm):
+    """Slack refuses the first text append: no more appends, the stop call carries the answer."""
+    llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=400)
+    llm.script(AGENT, final(ANSWER, KB_DOC))
+    fake_slack.script("chat.appendStream", body={"ok": True})  # the progress task
+    fake_slack.script("chat.appendStream", body={"ok": False, "error": "fatal_error"})
+    slack = await make_bot()
+    ts = "1700005300.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    assert reply["text"] == ANSWER
+    assert len(fake_slack.calls_to("chat.appendStream")) == 2  # nothing appended after the refusal

@@ -54,6 +54,7 @@ class Reply:
         self.buffer = TextBuffer(self._append_text, chars=STREAM_BUFFER_CHARS, seconds=STREAM_FLUSH_SECONDS)
         self._tasks_done = False
         self.appended = ""  # answer text already in the streamed message
+        self._append_failed = False
 
     # --- progress -------------------------------------------------------------------------
 
@@ -95,7 +96,8 @@ class Reply:
     async def text(self, delta: str) -> None:
         """The answer as the model writes it (Askdesk.answer's `on_text`): appended to the
         open stream; ignored where the workspace does not stream (the answer is posted whole)."""
-        if self.streaming and len(self.buffer.sent) + len(self.buffer.pending) + len(delta) <= PART_CHARS:
+        if self.streaming and not self._append_failed and \
+                len(self.buffer.sent) + len(self.buffer.pending) + len(delta) <= PART_CHARS:
             await self.buffer.add(delta)
         # beyond one message's worth the text waits for finish(), which posts it in parts
 
@@ -110,7 +112,12 @@ class Reply:
             self.appended += text
         except SlackApiError as exc:
             if self.stream is not None and self.stream.ts:
-                raise  # the stream exists: finish() reports it, never posts the answer twice
+                # stop appending; chat_stream keeps the refused text in its buffer and sends it
+                # with the stop call, which carries the rest of the answer after it
+                log.warning("slack: appending answer text failed: %s", exc.response.get("error"))
+                self.appended += text
+                self._append_failed = True
+                return
             self._stream_refused(exc)
 
     async def _stream_task(self, text: str) -> None:
