@@ -136,7 +136,7 @@ async def run_agent(
     `answer`: where the answer text goes (streamed when its sink is set and the model can stream)."""
     answer = answer or AnswerText(None, Citations())
     citations = answer.citations
-    streaming = answer.sink is not None and hasattr(model, "stream")
+    streaming = answer.sink is not None and getattr(model, "stream", None) is not None
 
     async def interrupted(error: Exception, more: bool) -> None:
         if more:  # the last model's failure is the caller's to report
