@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.facilities.search import FacilityHit
+from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.references import Reference
 from agent.steps import RouteName

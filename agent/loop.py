@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.facilities.search import FacilityHit
+from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError, Usage

@@ -35,7 +35,8 @@ from agent.facilities.places import forget_places, known_places
 from agent.facilities.query_parser import parse_facility_query
 from agent.facilities.registry import GeoPoint as Point
 from agent.facilities.registry import ParsedRegistry, parse_registry
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent

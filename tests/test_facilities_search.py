@@ -20,7 +20,8 @@ from agent.config import Settings
 from agent.evaluation import facility as facility_eval
 from agent.facilities.command import USAGE, run_facility_command
 from agent.facilities.ingest import ingest_facilities
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
 from agent.tools.search_facilities import make_tool

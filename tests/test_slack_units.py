@@ -85,7 +85,7 @@ def test_feedback_value_fits_slack_button_limit():
 
 def test_facility_blocks_are_compact_and_shareable():
     from agent.facilities.command import FacilityCommandResult
-    from agent.facilities.search import FacilityHit, FacilityResults
+    from agent.facilities.schema import FacilityHit, FacilityResults
 
     hits = [FacilityHit(operation_number=str(i), name=f"Center {i}", address="1 MAIN ST", city="AUSTIN",
                         zip="78702", phone="512-555-0100", ages=["Infant", "Toddler"], distance_miles=1.234 * i)

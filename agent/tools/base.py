@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.facilities.search import FacilityHit
+from agent.facilities.schema import FacilityHit
 from agent.knowledge.search import Passage
 from agent.references import Reference
 

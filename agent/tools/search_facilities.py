@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
 
