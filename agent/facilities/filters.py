@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from qdrant_client import models
 
+from agent.facilities.facility import norm_key
 from agent.facilities.geocode import METERS_PER_MILE, Geocoder, Place, UnknownPlace
 from agent.facilities.places import known_places
-from agent.facilities.registry import norm_key
 from agent.facilities.schema import FEATURE_FLAGS, FacilitySearchArgs
 from agent.runtime import Runtime
 

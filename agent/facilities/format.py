@@ -3,8 +3,8 @@ how a search was understood ('infant care · within 10 mi of 78702')."""
 
 from __future__ import annotations
 
+from agent.facilities.facility import FEATURE_LABELS, norm_key, title_case
 from agent.facilities.geocode import Place
-from agent.facilities.registry import norm_key, title_case
 from agent.facilities.schema import (
     FEATURE_FLAGS,
     WEEKDAYS,
@@ -16,22 +16,11 @@ from agent.facilities.schema import (
 TEXT_ROWS = 25  # rows listed in the compact text for the model
 
 
-_FEATURE_LABELS = {
-    "after_school_care": "after-school care",
-    "special_needs": "special needs",
-    "accredited": "accredited",
-    "transportation": "transportation",
-    "drop_in_care": "drop-in care",
-    "part_time_care": "part-time care",
-    "pre_k": "pre-k program",
-    "get_well_care": "get-well care",
-    "special_skills": "special skills",
-}
 _AGE_LABELS = {"infant": "infant care", "toddler": "toddlers", "pre-k": "pre-k ages", "school": "school-age"}
 
 
 def feature_label(flag: str) -> str:
-    return _FEATURE_LABELS.get(flag, flag.replace("_", " "))
+    return FEATURE_LABELS.get(flag, flag.replace("_", " "))
 
 
 def describe_args(args: FacilitySearchArgs, near: Place | None = None, radius: float | None = None) -> str:

@@ -2,28 +2,29 @@
 fills in, and the typed results it gets back.
 
 Field descriptions are part of the schema the model sees, so they are written for the model.
+The feature filters and the result's fields come from the one Facility model
+(agent/facilities/facility.py).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
+from agent.facilities.facility import FLAG_FILTERS, Age, FacilityListing
 from agent.facilities.geocode import Place
-from agent.facilities.registry import FLAGS, parse_time
+from agent.facilities.registry import parse_time
 
-AgeGroup = Literal["infant", "toddler", "pre-k", "school"]
+AgeGroup = Age
 Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 WEEKDAYS: tuple[str, ...] = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
-FEATURE_FLAGS: tuple[str, ...] = tuple(f for f in FLAGS if f != "special_skills")
+FEATURE_FLAGS: tuple[str, ...] = tuple(FLAG_FILTERS)  # the flags a search filters on
 MAX_RESULTS = 1000  # "all" is capped here so one answer stays readable
 
 
-class FacilitySearchArgs(BaseModel):
-    """Search the licensed facility registry. Every filter given must hold; leave out what the user did not ask for."""
-
+class _Where(BaseModel):
     query: str | None = Field(
         None,
         description="Free text matched against facility names and descriptions, e.g. 'Ebenezer' or 'montessori'. "
@@ -45,14 +46,18 @@ class FacilitySearchArgs(BaseModel):
         description="Age groups the facility must serve, all of them: infant (babies), toddler, pre-k "
         "(preschool), school (school-age).",
     )
-    after_school_care: bool | None = Field(None, description="True: must offer after-school care.")
-    special_needs: bool | None = Field(None, description="True: must serve children with special needs.")
-    accredited: bool | None = Field(None, description="True: must be accredited.")
-    transportation: bool | None = Field(None, description="True: must provide transportation.")
-    drop_in_care: bool | None = Field(None, description="True: must offer drop-in care.")
-    part_time_care: bool | None = Field(None, description="True: must offer part-time care.")
-    pre_k: bool | None = Field(None, description="True: must run a pre-kindergarten program.")
-    get_well_care: bool | None = Field(None, description="True: must offer get-well (mildly ill child) care.")
+
+
+# One optional filter per feature flag of the Facility model, described for the model.
+_Features = create_model(
+    "_Features", __base__=_Where,
+    **{name: (bool | None, Field(None, description=ask)) for name, ask in FLAG_FILTERS.items()},  # type: ignore[call-overload]
+)
+
+
+class FacilitySearchArgs(_Features):  # type: ignore[misc, valid-type]
+    """Search the licensed facility registry. Every filter given must hold; leave out what the user did not ask for."""
+
     min_capacity: int | None = Field(None, ge=0, description="Licensed capacity at least this many children.")
     open_at: str | None = Field(
         None,
@@ -109,20 +114,9 @@ class FacilitySearchArgs(BaseModel):
         return any(v not in (None, [], "") for v in data.values())
 
 
-class FacilityHit(BaseModel):
-    operation_number: str
-    name: str
-    address: str = ""
-    city: str = ""
-    zip: str = ""
-    county: str = ""
-    phone: str = ""
-    email: str = ""
-    website: str = ""
-    ages: list[str] = Field(default_factory=list)
-    hours: str = ""
-    days: list[str] = Field(default_factory=list)
-    capacity: int | None = None
+class FacilityHit(FacilityListing):
+    """One facility a search found: its listing plus what the search computed."""
+
     features: list[str] = Field(default_factory=list, description="Every feature flag the facility has.")
     matched_features: list[str] = Field(default_factory=list, description="Requested ages/features it matches.")
     distance_miles: float | None = None

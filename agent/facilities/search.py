@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from qdrant_client import models
 
+from agent.facilities.facility import FLAGS, FacilityListing
 from agent.facilities.filters import resolve
 from agent.facilities.format import days_label, describe_args, format_results
 from agent.facilities.geocode import Place, haversine_miles
-from agent.facilities.registry import FLAGS
 from agent.facilities.schema import (
     MAX_RESULTS,
     FacilityHit,
@@ -30,43 +30,21 @@ RRF_K = 60  # reciprocal rank fusion constant (the usual 60)
 
 
 def _hit(point, args: FacilitySearchArgs, near: Place | None, score: float | None) -> FacilityHit:
+    """The stored payload read through the listing's fields, plus what this search computed."""
     p = point.payload or {}
     loc = p.get("location") or {}
     distance = None
     if near and loc:
         distance = round(haversine_miles(near.lat, near.lon, loc["lat"], loc["lon"]), 2)
-    features = [f for f in FLAGS if p.get(f)]
     matched = list(args.ages) + args.requested_features() + ([f"open {days_label(args.days)}"] if args.days else [])
+    listing = {name: p[name] for name in FacilityListing.model_fields if p.get(name) is not None}
     return FacilityHit(
-        operation_number=str(p.get("operation_number", "")),
-        name=p.get("name", ""),
-        address=p.get("address", ""),
-        city=p.get("city", ""),
-        zip=p.get("zip", ""),
-        county=p.get("county", ""),
-        phone=p.get("phone", ""),
-        email=p.get("email", ""),
-        website=p.get("website", ""),
-        ages=list(p.get("ages") or []),
-        hours=p.get("hours", ""),
-        days=list(p.get("days") or []),
-        capacity=p.get("capacity"),
-        features=features,
-        matched_features=matched,
-        distance_miles=distance,
-        score=score,
-        lat=loc.get("lat"),
-        lon=loc.get("lon"),
-        source=p.get("source", ""),
+        **listing, features=[f for f in FLAGS if p.get(f)], matched_features=matched, distance_miles=distance,
+        score=score, lat=loc.get("lat"), lon=loc.get("lon"), source=p.get("source", ""),
     )
 
 
-_PAYLOAD = [
-    "operation_number", "name", "address", "city", "zip", "county", "phone", "email", "website", "ages",
-    "hours", "days", "capacity", "location", "source", *FLAGS,
-]
-
-
+_PAYLOAD = [*FacilityListing.model_fields, "location", "source", *FLAGS]  # what a hit reads
 _SORT_PAYLOAD = ["name", "operation_number", "location"]
 
 
