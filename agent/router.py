@@ -23,7 +23,7 @@ from agent.prefilter import (
 )
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError, Usage
-from agent.steps import RouterDecision
+from agent.steps import RouteName, RouterDecision
 from agent.tools.base import ToolResult
 from agent.tracing import NOOP, Span
 
@@ -36,7 +36,7 @@ ContextFn = Callable[[str], Awaitable[ToolResult | None]]
 
 @dataclass
 class Route:
-    route: str
+    route: RouteName
     query: str
     decided_by: str  # prefilter | model | heuristic
     reason: str = ""
