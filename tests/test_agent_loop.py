@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from agent.loop import Prefetched, resolve_references, run_agent
 from agent.messages import ChatMessage
 from agent.prompts import default_prompts
+from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
 from agent.references import Reference
 from agent.steps import AgentStep, Citation
@@ -135,6 +136,15 @@ async def test_iteration_cap_stops_with_a_clear_message_and_keeps_sources():
     last_prompt = seen(model)[-1][-1].content
     assert last_prompt == default_prompts().render("last_step")  # the last step asked for an answer
     assert "last step" not in seen(model)[0][-1].content
+
+
+async def test_a_provider_failure_reports_every_model_call_of_the_run():
+    failed = Usage(provider="openai", model="m", error="HTTP 503")
+    model = ScriptedModel(tool_calls(("lookup", {"query": "a"})), ProviderError("HTTP 503", attempts=[failed]))
+    with pytest.raises(ProviderError) as err:
+        await run(model, make_registry())
+    first = model.calls[0].usage
+    assert err.value.attempts == [first, failed]  # the service counts both as the turn's llm_calls
 
 
 async def test_history_is_sent_between_system_and_question():

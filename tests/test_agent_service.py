@@ -186,6 +186,7 @@ async def test_every_provider_failing_gives_an_apology_with_a_reference_and_no_t
     with caplog.at_level(logging.INFO):
         result = await service.answer(AskRequest(text=FIRST_Q))
     assert "reference" in result.answer and "Sorry" in result.answer
+    assert result.llm_calls == 2  # both failed providers count
     ref = result.answer.rsplit("reference ", 1)[1].rstrip(").")
     assert ref in caplog.text  # the log line carries the same id
     assert "2,890" not in caplog.text and "test-openai-key" not in caplog.text
