@@ -19,6 +19,7 @@ from agent.loop import Prefetched, ProgressFn
 from agent.runtime import Runtime
 from agent.steps import RouteName
 from agent.tools.base import ToolRegistry, ToolResult
+from agent.tools.formatted_context import MAX_TOP_K
 from agent.tracing import NOOP, Span
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ class PrefetchRule:
 
 
 async def knowledge_arguments(runtime: Runtime, query: str) -> dict[str, Any]:
-    return {"query": query, "top_k": runtime.settings.top_k}
+    return {"query": query, "top_k": min(runtime.settings.top_k, MAX_TOP_K)}
 
 
 async def facility_arguments(runtime: Runtime, query: str) -> dict[str, Any]:

@@ -26,11 +26,12 @@ WEAK_EVIDENCE_NOTE = (
     "knowledge base does not cover it instead of guessing."
 )
 NO_RESULTS = "No passages found in the knowledge base for this query."
+MAX_TOP_K = 20  # most passages one call returns
 
 
 class ContextArgs(BaseModel):
     query: str = Field(..., min_length=1, description="What to look up, in the user's words plus key terms.")
-    top_k: int = Field(5, ge=1, le=20, description="How many passages to return.")
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="How many passages to return.")
 
 
 def _attr(value: str) -> str:
