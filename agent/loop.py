@@ -45,7 +45,6 @@ class RunState:
     tool_calls: list[str] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
     facilities: list[FacilityHit] = field(default_factory=list)
-    weak_evidence: bool = False
     tool_seconds: float = 0.0
 
 
@@ -77,12 +76,11 @@ def resolve_references(citations: list[Citation], retrieved: list[Reference]) ->
 
 
 def _absorb(state: RunState, name: str, result: ToolResult) -> None:
-    """Keep what a tool found: its references, facilities and whether its evidence is weak."""
+    """Keep what a tool found: its references (for citations) and facilities (for surfaces)."""
     state.tool_calls.append(name)
     for ref in result.references:
         if all((r.source, r.section) != (ref.source, ref.section) for r in state.references):
             state.references.append(ref)
-    state.weak_evidence = state.weak_evidence or result.weak_evidence
     state.facilities.extend(result.facilities)
 
 
