@@ -36,11 +36,11 @@ def answer_so_far(partial: Any) -> str | None:
 class AnswerText:
     """Feeds one turn's answer text to `sink` (None: nothing streams, the text is still built)."""
 
-    def __init__(self, sink: TextFn | None, citations: Citations) -> None:
+    def __init__(self, sink: TextFn | None, citations: Citations | None = None) -> None:
         self.sink = sink
-        self.citations = citations
+        self.citations = citations or Citations()
         self.shown = ""
-        self._filter = MarkerFilter(citations)
+        self._filter = MarkerFilter(self.citations)
         self._raw = ""  # the current model attempt's answer text consumed so far
         self._gap = ""  # paragraph break owed after a note, sent with the next text
 
@@ -59,6 +59,14 @@ class AnswerText:
         self._raw = answer
         await self._send(self._filter.flush())
         return self.shown
+
+    async def end_with(self, answer: str) -> str:
+        """The turn's answer as the user saw it: once text was shown, a different answer (an
+        apology, a search-only continuation) follows it as a note."""
+        if self.shown and answer != self.shown:
+            await self.note(answer)
+            return self.shown
+        return answer
 
     async def note(self, text: str) -> None:
         """An interruption: a note after what was shown; a following answer starts afresh."""

@@ -16,21 +16,24 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import search_only
 from agent.answer_stream import AnswerText
 from agent.citations import Citations
+from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
-from agent.providers.base import Usage
+from agent.providers.base import Model, ProviderError, Usage
 from agent.references import Reference
-from agent.router import Model
 from agent.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
 from agent.tools.base import ToolRegistry, ToolResult
 from agent.tracing import NOOP, Span
 
-ProgressFn = Any  # Callable[[str], Awaitable[None]] | None (see agent.service.ProgressFn)
+# Surfaces pass this to show tool progress ("Searching the knowledge base…").
+ProgressFn = Callable[[str], Awaitable[None]]
 
 
 @dataclass
@@ -49,8 +52,7 @@ class RunState:
     usages: list[Usage] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
-    facilities: list[dict[str, Any]] = field(default_factory=list)
-    weak_evidence: bool = False
+    facilities: list[FacilityHit] = field(default_factory=list)
     tool_seconds: float = 0.0
 
 
@@ -61,9 +63,10 @@ class LoopResult:
     confidence: float | None
     usages: list[Usage]
     tool_calls: list[str]
-    facilities: list[dict[str, Any]]
+    facilities: list[FacilityHit]
     hit_cap: bool = False
     tool_seconds: float = 0.0
+    search_only: bool = False  # the models failed mid-answer; search results completed it
 
 
 def resolve_references(citations: list[Citation], retrieved: list[Reference]) -> list[Reference]:
@@ -81,23 +84,13 @@ def resolve_references(citations: list[Citation], retrieved: list[Reference]) ->
     return out
 
 
-def _facilities_of(result: ToolResult) -> list[dict[str, Any]]:
-    data = result.data
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "operation_number" in data[0]:
-        return data
-    if isinstance(data, dict) and isinstance(data.get("facilities"), list):
-        return data["facilities"]
-    return []
-
-
 def _absorb(state: RunState, name: str, result: ToolResult) -> None:
+    """Keep what a tool found: its references (for citations) and facilities (for surfaces)."""
     state.tool_calls.append(name)
     for ref in result.references:
         if all((r.source, r.section) != (ref.source, ref.section) for r in state.references):
             state.references.append(ref)
-    if name == "get_formatted_context":
-        state.weak_evidence = state.weak_evidence or result.weak_evidence
-    state.facilities.extend(_facilities_of(result))
+    state.facilities.extend(result.facilities)
 
 
 async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolResult:
@@ -109,7 +102,7 @@ async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolR
 
 def render_prefetched(prefetched: list[Prefetched], citations: Citations | None = None) -> str:
     citations = citations or Citations()
-    blocks = [f'<tool_result name="{p.name}">\n{citations.number(p.result.text, p.result.data)}\n</tool_result>'
+    blocks = [f'<tool_result name="{p.name}">\n{citations.number(p.result.text, p.result.passages)}\n</tool_result>'
               for p in prefetched]
     return "\n\n".join(blocks)
 
@@ -124,12 +117,13 @@ async def run_agent(
     prefetched: list[Prefetched],
     max_iterations: int,
     domain: str,
-    progress: ProgressFn = None,
+    progress: ProgressFn | None = None,
     span: Span = NOOP,
     tool_specs: list[dict[str, Any]] | None = None,
     answer: AnswerText | None = None,
 ) -> LoopResult:
-    """Run steps until a final answer or the turn cap. ProviderError propagates to the service.
+    """Run steps until a final answer or the turn cap. ProviderError propagates to the service,
+    its `attempts` holding every model call of the run.
 
     `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
     generation is the most expensive step of a turn outside the model).
@@ -147,7 +141,7 @@ async def run_agent(
         domain=domain,
         tools=tool_specs if tool_specs is not None else registry.describe(),
         prefetched=render_prefetched(prefetched, citations),
-        weak_evidence=any(p.result.weak_evidence for p in prefetched if p.name == "get_formatted_context"),
+        weak_evidence=any(p.result.weak_evidence for p in prefetched),
         max_iterations=max_iterations,
     )
     state = RunState(messages=[ChatMessage(role="system", content=system), *history, ChatMessage(role="user", content=question)])
@@ -156,7 +150,7 @@ async def run_agent(
 
     while True:
         if state.turn >= max_iterations:
-            return _capped(state, prompts)
+            return _capped(state, await answer.end_with(prompts.render("iteration_cap")))
         state.turn += 1
         messages = state.messages
         if state.turn == max_iterations and state.turn > 1:
@@ -169,10 +163,16 @@ async def run_agent(
                                                 on_interrupt=interrupted)
             else:
                 completion = await model.complete(messages, AgentStep)
+        except ProviderError as exc:
+            child.end(error=str(exc))
+            exc.attempts = [*state.usages, *exc.attempts]  # the run's calls, for the turn's count
+            if getattr(exc, "shown", False) and prefetched:
+                return await _interrupted(state, prompts, prefetched[0].result, answer, exc.attempts)
+            raise
         except Exception as exc:
             child.end(error=str(exc))
             raise
-        state.usages.append(completion.usage)
+        state.usages.extend(completion.attempts)
         step = completion.output.step
         child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
 
@@ -200,10 +200,10 @@ async def run_agent(
         for call, result in zip(step.calls, results):
             _absorb(state, call.name, result)
             state.messages.append(ChatMessage(role="tool", name=call.name,
-                                              content=citations.number(result.text, result.data)))
+                                              content=citations.number(result.text, result.passages)))
 
 
-async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn) -> None:
+async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn | None) -> None:
     if progress is None:
         return
     seen: list[str] = []
@@ -215,10 +215,10 @@ async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressF
         await progress(line)
 
 
-def _capped(state: RunState, prompts: PromptSet) -> LoopResult:
+def _capped(state: RunState, text: str) -> LoopResult:
     """The cap ended the run without a final answer: say so, and keep what was found."""
     return LoopResult(
-        answer=prompts.render("iteration_cap"),
+        answer=text,
         references=state.references[:5],
         confidence=None,
         usages=state.usages,
@@ -227,3 +227,15 @@ def _capped(state: RunState, prompts: PromptSet) -> LoopResult:
         hit_cap=True,
         tool_seconds=state.tool_seconds,
     )
+
+
+async def _interrupted(state: RunState, prompts: PromptSet, found: ToolResult, answer: AnswerText,
+                       attempts: list[Usage]) -> LoopResult:
+    """Every model broke off mid-answer: what was shown stays, a note says so, and the search
+    results the answer started from follow (the search-only answer)."""
+    results = search_only.knowledge_answer(found, prompts) if found.passages else \
+        search_only.facility_answer(found, prompts)
+    note = prompts.render("answer_interrupted_search_only")
+    return LoopResult(answer=await answer.end_with(f"{note}\n\n{results}"), confidence=None, usages=attempts,
+                      references=found.references[: search_only.MAX_PASSAGES], tool_calls=state.tool_calls,
+                      facilities=state.facilities, tool_seconds=state.tool_seconds, search_only=True)

@@ -11,8 +11,9 @@ import pytest
 
 from agent.answer_stream import AnswerText, answer_so_far
 from agent.citations import Citations, MarkerFilter
+from agent.knowledge.search import Passage
 from agent.messages import ChatMessage
-from agent.providers.base import ProviderError, Usage
+from agent.providers.base import ProviderError
 from agent.providers.chain import ModelChain
 from agent.providers.compatible import CompatibleProvider
 from agent.providers.gemini import GeminiProvider
@@ -36,6 +37,10 @@ PROVIDERS = {
     "compatible": (lambda: CompatibleProvider(), "qwen2.5"),  # JSON mode: content deltas
     "gemini": (lambda: GeminiProvider(), "gemini-2.5-flash"),  # JSON mode over streamGenerateContent
 }
+
+
+def passage(source: str, section: str = "") -> Passage:
+    return Passage(text="...", source=source, section=section, score=0.9)
 
 
 class Texts:
@@ -129,7 +134,7 @@ async def test_chain_keeps_shown_text_notes_it_and_falls_back(llm_server):
     llm_server.script("groq", second)
     chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"], max_retries=1)
     citations = Citations()
-    citations.number('<document index="1" source="elig.md">', [{"source": "elig.md", "section": "Income"}])
+    citations.number('<document index="1" source="elig.md">', [passage("elig.md", "Income")])
     sink: list[str] = []
 
     async def on_text(delta: str) -> None:
@@ -142,9 +147,8 @@ async def test_chain_keeps_shown_text_notes_it_and_falls_back(llm_server):
         notes.append((error.provider, more))
         await text.note("(cut off; backup answer:)")
 
-    turn: list[Usage] = []
-    completion = await chain.stream(MESSAGES, AgentStep, on_partial=text.on_partial, on_interrupt=on_interrupt,
-                                    calls=turn)
+    completion = await chain.stream(MESSAGES, AgentStep, on_partial=text.on_partial, on_interrupt=on_interrupt)
+    turn = completion.attempts
     whole = await text.finish(completion.output.step.answer)
     await chain.aclose()
 
@@ -159,10 +163,10 @@ async def test_chain_keeps_shown_text_notes_it_and_falls_back(llm_server):
 def test_marker_filter_renumbers_by_appearance_and_drops_unknown_markers():
     citations = Citations()
     text = citations.number('<document index="1" source="a.md">x</document><document index="2" source="b.md">',
-                            [{"source": "a.md", "section": "A"}, {"source": "b.md", "section": "B"}])
+                            [passage("a.md", "A"), passage("b.md", "B")])
     assert text.count('index="1"') == 1
     # a second search in the same turn continues the numbering
-    assert 'index="3"' in citations.number('<document index="1" source="c.md">', [{"source": "c.md"}])
+    assert 'index="3"' in citations.number('<document index="1" source="c.md">', [passage("c.md")])
     f = MarkerFilter(citations)
     pieces = ["  First [", "2] then [3", "][2]. Invented [9]. A [link](x) and [1", "0] end [1]  \n"]
     out = "".join(f.feed(p) for p in pieces) + f.flush()
@@ -203,8 +207,8 @@ async def test_fake_server_sse_wire_formats():
 def test_reference_equality_in_cited():
     # the same (source, section) cited through two document numbers is one source
     citations = Citations()
-    citations.number('<document index="1"><document index="2">', [{"source": "a.md", "section": "S"}] * 2)
+    citations.number('<document index="1"><document index="2">', [passage("a.md", "S")] * 2)
     f = MarkerFilter(citations)
     assert f.feed("x [1] y [2]") + f.flush() == "x [1] y [1]"
-    assert citations.cited == [Reference(source="a.md", section="S")]
+    assert citations.cited == [Reference(source="a.md", section="S", score=0.9)]
     assert f.feed(" in [2024] and [x]") + f.flush() == " in [2024] and [x]"  # not markers: kept as written

@@ -136,7 +136,7 @@ async def streamed_call(
                         raise
                     raise error from exc
     except ProviderError as err:
-        err.usage = usage(str(err))  # type: ignore[attr-defined]
+        err.attempts = [usage(str(err))]
         err.shown = shown  # type: ignore[attr-defined]
         raise
     finally:
