@@ -206,9 +206,13 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as llm:
         data = Path(tmp) / "data"
         os.environ.update(llm.env())  # the real SDKs find the fake server through their own env vars
-        from tests.conftest import seed_embeddings
+        from agent.knowledge.embed_cache import SEED_FILE, open_cache
 
-        seed_embeddings(data)
+        data.mkdir(parents=True)
+        cache = open_cache(Settings(data_dir=data))  # the sample data's shipped vectors, as `askdesk demo` does
+        if cache is not None:
+            cache.seed_from(KB_DOC.parent.parent / SEED_FILE)
+            cache.close()
         llm.script_default("groq", {"route": "knowledge", "search_query": "income eligibility family of 4"})
         llm.script_default(AGENT, REPLY)
         llm.set_stream_pace(AGENT, first_token=FIRST_TOKEN, tokens_per_s=TOKENS_PER_S)
