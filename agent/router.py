@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from agent.messages import ChatMessage
 from agent.prefilter import (
@@ -22,18 +22,12 @@ from agent.prefilter import (
     looks_like_facility_search,
 )
 from agent.prompts import PromptSet
-from agent.providers.base import Completion, ProviderError, Usage
-from agent.steps import RouterDecision
+from agent.providers.base import Model, ProviderError, Usage
+from agent.steps import RouteName, RouterDecision
 from agent.tools.base import ToolResult
 from agent.tracing import NOOP, Span
 
 log = logging.getLogger(__name__)
-
-
-class Model(Protocol):
-    """What the router and the loop need from a provider chain (agent.providers.chain.ModelChain)."""
-
-    async def complete(self, messages: list[ChatMessage], response_model: type) -> Completion: ...
 
 
 # Runs get_formatted_context for a query; returns None when the knowledge base is unavailable.
@@ -42,7 +36,7 @@ ContextFn = Callable[[str], Awaitable[ToolResult | None]]
 
 @dataclass
 class Route:
-    route: str
+    route: RouteName
     query: str
     decided_by: str  # prefilter | model | heuristic
     reason: str = ""
@@ -50,7 +44,7 @@ class Route:
     clarification: str | None = None
     prefetch: ToolResult | None = None  # knowledge context already retrieved for `query`
     best_score: float | None = None
-    usages: list[Usage] = field(default_factory=list)
+    usages: list[Usage] = field(default_factory=list)  # every router-model attempt, failed ones too
 
     @property
     def llm_calls(self) -> int:
@@ -58,9 +52,7 @@ class Route:
 
 
 def best_dense_score(result: ToolResult | None) -> float | None:
-    if result is None or not isinstance(result.data, list):
-        return None
-    scores = [p.get("dense_score") for p in result.data if isinstance(p, dict) and p.get("dense_score") is not None]
+    scores = [p.dense_score for p in (result.passages if result else []) if p.dense_score is not None]
     return max(scores) if scores else None
 
 
@@ -82,23 +74,28 @@ class Router:
         if rules.route is not None:
             return self._from_prefilter(rules, text, history)
         if rules.followup or (self.model_first and self.model is not None):
+            spent: list[Usage] = []
             if self.model is not None:
-                decided = await self._ask_model(text, history, span)
+                decided, spent = await self._ask_model(text, history, span)
                 if decided is not None:
                     return decided
-            return await self._heuristic_followup(text, history)
+            fallback = await self._heuristic_followup(text, history)
+            fallback.usages = spent
+            return fallback
         prefetch = await self.context(text)
         best = best_dense_score(prefetch)
         verdict = classify_similarity(text, best, refuse_below=self.refuse_below, accept_above=self.accept_above)
         if verdict.route is not None:
             return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best)
+        spent = []
         if self.model is not None:
-            decided = await self._ask_model(text, history, span, prefetch=prefetch)
+            decided, spent = await self._ask_model(text, history, span, prefetch=prefetch)
             if decided is not None:
                 decided.best_score = best
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about.
-        return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch, best_score=best)
+        return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch,
+                     best_score=best, usages=spent)
 
     def _from_prefilter(self, rules: PrefilterVerdict, text: str, history: list[ChatMessage]) -> Route:
         query = text
@@ -116,7 +113,8 @@ class Router:
                      prefetch=prefetch, best_score=best_dense_score(prefetch))
 
     async def _ask_model(self, text: str, history: list[ChatMessage], span: Span,
-                         prefetch: ToolResult | None = None) -> Route | None:
+                         prefetch: ToolResult | None = None) -> tuple[Route | None, list[Usage]]:
+        """The model's route (None when it failed) and the attempts it took."""
         prompt = self.prompts.render(
             "router",
             domain=self.domain,
@@ -132,15 +130,15 @@ class Router:
             # The router is an optimisation: when it fails, the pre-filter heuristics still route.
             log.warning("router model failed (%s); using the pre-filter heuristics", type(exc).__name__)
             child.end(error=str(exc))
-            return None
+            return None, exc.attempts
         decision: RouterDecision = completion.output
         child.end({"route": decision.route, "search_query": decision.search_query, "usage": completion.usage.model_dump()})
         query = (decision.search_query or "").strip() or text
         route = Route(decision.route, query, "model", "router model", rewritten=query != text,
-                      clarification=decision.clarification, usages=[completion.usage])
+                      clarification=decision.clarification, usages=completion.attempts)
         if decision.route == "knowledge" and self.prefetch:
             route.prefetch = prefetch if (prefetch is not None and query == text) else await self.context(query)
-        return route
+        return route, completion.attempts
 
 
 def describe(route: Route) -> dict[str, Any]:

@@ -30,7 +30,7 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
             for turn_no, turn in enumerate(conv.get("turns") or [], start=1):
                 n += 1
                 question = str(turn["question"])
-                route = await service.router(None, []).route(question, history)
+                route = await service.router(None).route(question, history)
                 label = f"{conv['id']}#{turn_no}"
                 queries[label] = route.query
                 passages = await search(runtime, route.query, top_k=top_k) if route.route in ("knowledge", "clarify") else []
