@@ -8,6 +8,7 @@ import json
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from agent.answer_stream import AnswerText, answer_so_far
 from agent.citations import Citations, MarkerFilter
@@ -212,3 +213,43 @@ def test_reference_equality_in_cited():
     assert f.feed("x [1] y [2]") + f.flush() == "x [1] y [1]"
     assert citations.cited == [Reference(source="a.md", section="S", score=0.9)]
     assert f.feed(" in [2024] and [x]") + f.flush() == " in [2024] and [x]"  # not markers: kept as written
+
+
+async def test_loop_numbers_documents_turn_wide_and_cites_only_what_tools_returned():
+    """Through the loop with the shipped ScriptedModel (no stream method: the text arrives whole)."""
+    from agent.loop import Prefetched, run_agent
+    from agent.prompts import default_prompts
+    from agent.providers.function import ScriptedModel
+    from agent.tools.base import Tool, ToolRegistry, ToolResult
+    from agent.tools.formatted_context import format_passages
+
+    first, second = [passage("a.md", "A"), passage("b.md", "B")], [passage("c.md", "C")]
+
+    def result_of(passages) -> ToolResult:
+        return ToolResult(text=format_passages(passages, 10_000)[0], passages=passages,
+                          references=[Reference(source=p.source, section=p.section) for p in passages])
+
+    class Args(BaseModel):
+        query: str
+
+    async def search(args: Args) -> ToolResult:
+        """Search."""
+        return result_of(second)
+
+    registry = ToolRegistry()
+    registry.register(Tool(name="get_formatted_context", args_model=Args, fn=search))
+    model = ScriptedModel(
+        {"step": {"kind": "tool_calls", "calls": [{"name": "get_formatted_context", "arguments": {"query": "c"}}]}},
+        {"step": {"kind": "final_answer", "answer": "C holds [3], B too [2][9].", "references": [], "confidence": 0.7}})
+    shown: list[str] = []
+
+    async def sink(delta: str) -> None:
+        shown.append(delta)
+
+    run = await run_agent(model=model, registry=registry, prompts=default_prompts(), question="q", history=[],
+                          prefetched=[Prefetched("get_formatted_context", {"query": "q"}, result_of(first))],
+                          max_iterations=3, domain="test", answer=AnswerText(sink))
+    # the second search's document was shown to the model as index 3, not 1 again
+    assert 'index="3" source="c.md"' in model.calls[1].messages[-1].content
+    assert run.answer == "C holds [1], B too [2]." == "".join(shown)
+    assert [(r.source, r.section) for r in run.references] == [("c.md", "C"), ("b.md", "B")]
