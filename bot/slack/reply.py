@@ -4,8 +4,8 @@ then updated.
 Streaming uses slack_sdk's `chat_stream` helper (chat.startStream / appendStream /
 stopStream): tool progress appears as task updates, then the answer text as the model
 writes it (`text`, through a TextBuffer: the first words at once, then one append per
-~600 characters or per sentence after a pause), and the stop call carries the rest of the
-text with the sources and feedback buttons. A workspace that refuses streaming is
+~600 characters, or for text waiting 4 s), and the stop call carries the rest of the text
+with the sources and feedback buttons. A workspace that refuses streaming is
 remembered and gets the classic path: a placeholder reply that progress updates edit and
 the final answer replaces. In the assistant pane, progress goes to the thread status
 instead (assistant.threads.setStatus with loading messages).
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("askdesk.slack")
 
 STREAM_BUFFER_CHARS = 600  # answer characters per chat.appendStream at most (Slack rate limits)
-STREAM_FLUSH_SECONDS = 4.0  # a pause this long at a sentence end flushes a smaller piece
+STREAM_FLUSH_SECONDS = 4.0  # text this old is appended even when fewer characters wait
 
 
 class Reply:
@@ -110,14 +110,17 @@ class Reply:
             self._tasks_done = True
             await stream.append(markdown_text=text, chunks=chunks or None)
             self.appended += text
-        except SlackApiError as exc:
+        except Exception as exc:
             if self.stream is not None and self.stream.ts:
                 # stop appending; chat_stream keeps the refused text in its buffer and sends it
                 # with the stop call, which carries the rest of the answer after it
-                log.warning("slack: appending answer text failed: %s", exc.response.get("error"))
+                error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+                log.warning("slack: appending answer text failed: %s", error)
                 self.appended += text
                 self._append_failed = True
                 return
+            if not isinstance(exc, SlackApiError):
+                raise
             self._stream_refused(exc)
 
     async def _stream_task(self, text: str) -> None:
@@ -164,7 +167,7 @@ class Reply:
     async def finish(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
         if self.streaming and self.appended and answer.startswith(self.appended):
             # the answer streamed: the stop call carries the rest, the sources and the buttons
-            self.buffer.take()
+            await self.buffer.close()
             assert self.stream is not None
             rest, more = _cut(answer, len(self.appended))
             footer = footer_blocks(references, notice, value) if not more else []
