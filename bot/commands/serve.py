@@ -33,7 +33,7 @@ def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: s
     """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
     if not bot_token:
         raise StartupError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from the app's "
-                           "OAuth & Permissions page (see README, Slack).")
+                           "OAuth & Permissions page (see docs/slack.md).")
     if not bot_token.startswith("xoxb-"):
         raise StartupError("SLACK_BOT_TOKEN must be a bot token starting with xoxb-.")
     if app_token:
