@@ -111,13 +111,14 @@ class Settings(BaseSettings):
     slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL (tests point it at a fake).")
     slack_channels: list[str] = Field(default_factory=list, description="Channel allowlist; empty = every channel.")
     slack_channel_collections: dict[str, str] = Field(default_factory=dict, description="channel id -> knowledge collection.")
-    slack_thread_requires_mention: bool = Field(True, description="In channel threads, answer only messages that mention the bot.")
+    slack_follow_ups: bool = Field(True, description="In a channel thread askdesk answered, answer the asker's follow-ups without a new mention (other people still mention it).")
+    slack_thread_requires_mention: bool = Field(True, description="In channel threads, other people's messages are answered only when they mention the bot; false = any reply in a thread the bot is in.")
     rate_limit_per_minute: int = Field(10, description="Questions per user per minute.")
     max_message_chars: int = Field(4000, description="Longer messages get a note instead of an answer.")
     slack_streaming: bool = Field(
         True,
         description="Stream Slack answers with chat.startStream/appendStream/stopStream; false (or a workspace "
-        "without streaming) = post a placeholder, then update it.",
+        "without streaming, for a cool-down) = post a placeholder, then update it.",
     )
     slack_suggested_prompts: list[str] = Field(
         default_factory=lambda: [
@@ -125,7 +126,7 @@ class Settings(BaseSettings):
             "Who is eligible for child care assistance?",
             "Infant care within 10 miles of 78702",
         ],
-        description="Suggested prompts shown when a user opens the Slack assistant pane (at most 4).",
+        description="Suggested prompts shown when a user opens askdesk's messages tab in Slack (at most 4).",
     )
 
     @classmethod

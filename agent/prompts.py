@@ -164,6 +164,16 @@ REQUIRED: dict[str, set[str]] = {
     "internal_error": {"ref"},
     "iteration_cap": set(),
     "not_known": set(),
+    "thinking": set(),
+    "rate_limited": {"seconds"},
+    "channel_not_enabled": set(),
+    "welcome": {"user"},
+    "suggested_prompts_title": set(),
+    "feedback_thanks": set(),
+    "facility_usage": set(),
+    "facility_searching": set(),
+    "facility_error": {"ref"},
+    "delivery_error": {"ref"},
 }
 
 
