@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from agent.markdown import segments
 from agent.references import Reference
 
 PART_CHARS = 8000  # per message: well inside the 12k markdown-block budget, room for sources
@@ -37,61 +38,34 @@ def plain(text: str, limit: int = 3000) -> str:
 
 # --- splitting ----------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
 def _units(text: str) -> list[tuple[str, str]]:
-    """Split Markdown into atomic units: ('code', fenced block), ('table', rows), ('text', paragraph)."""
+    """Split Markdown into atomic units: ('code', fenced block), ('table', rows), ('text', paragraph).
+    Code blocks and tables come from the Markdown parser (agent/markdown.py)."""
     units: list[tuple[str, str]] = []
-    lines = text.split("\n")
-    i = 0
-    paragraph: list[str] = []
-
-    def flush() -> None:
-        if paragraph:
-            units.append(("text", "\n".join(paragraph)))
-            paragraph.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            marker = fence.group(1)
-            block = [line]
-            i += 1
-            while i < len(lines):
-                block.append(lines[i])
-                i += 1
-                if lines[i - 1].strip().startswith(marker) and len(block) > 1:
-                    break
-            units.append(("code", "\n".join(block)))
+    for segment in segments(text):
+        if segment.kind in ("code", "table"):
+            units.append((segment.kind, segment.text))
             continue
-        if line.lstrip().startswith("|"):
-            flush()
-            block = []
-            while i < len(lines) and lines[i].lstrip().startswith("|"):
-                block.append(lines[i])
-                i += 1
-            units.append(("table", "\n".join(block)))
-            continue
-        if not line.strip():
-            flush()
-        else:
-            paragraph.append(line)
-        i += 1
-    flush()
+        paragraph: list[str] = []
+        for line in (*segment.lines, ""):
+            if line.strip():
+                paragraph.append(line)
+            elif paragraph:
+                units.append(("text", "\n".join(paragraph)))
+                paragraph = []
     return units
 
 
 def _split_unit(kind: str, text: str, limit: int) -> list[str]:
     """Cut one oversized unit into valid pieces: code keeps its fences, tables their header."""
     lines = text.split("\n")
-    if kind == "code":
-        opening = lines[0]
-        closing = lines[-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else opening.strip()[:3]
-        body = lines[1:-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else lines[1:]
-        head, tail = [opening], [closing]
+    fence = lines[0].strip()[:3]
+    if kind == "code" and fence in ("```", "~~~"):
+        closed = len(lines) > 1 and lines[-1].strip().startswith(fence)
+        body = lines[1:-1] if closed else lines[1:]
+        head, tail = [lines[0]], [lines[-1] if closed else fence]
+    elif kind == "code":  # an indented code block: cut between lines
+        head, body, tail = [], lines, []
     elif kind == "table":
         head, body, tail = lines[:2], lines[2:], []
     else:
