@@ -174,6 +174,16 @@ REQUIRED: dict[str, set[str]] = {
     "facility_searching": set(),
     "facility_error": {"ref"},
     "delivery_error": {"ref"},
+    "sources_heading": set(),
+    "feedback_helpful": set(),
+    "feedback_not_helpful": set(),
+    "facilities_heading": set(),
+    "facilities_shared_by": {"user"},
+    "facilities_none": set(),
+    "facilities_none_for": {"query"},
+    "facilities_found": {"count", "summary", "names"},
+    "facilities_more": {"shown", "total"},
+    "share_in_channel": set(),
 }
 
 

@@ -53,8 +53,8 @@ async def run_and_respond(runtime: "Runtime | None", prompts: "PromptSet", text:
         await respond(text=result.reply, blocks=note_blocks(help_text), response_type="ephemeral", replace_original=True)
         return
     await respond(
-        text=facility_text(result),
-        blocks=facility_blocks(result, shareable=shared_by is None, shared_by=shared_by),
+        text=facility_text(result, prompts),
+        blocks=facility_blocks(result, shareable=shared_by is None, shared_by=shared_by, prompts=prompts),
         response_type="in_channel" if shared_by else "ephemeral",
         replace_original=shared_by is None,
     )

@@ -173,7 +173,7 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
     reply = Reply(
         slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
         streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
-        set_status=slack.set_status,
+        set_status=slack.set_status, prompts=askdesk.prompts,
     )
     await reply.progress(askdesk.prompts.render("thinking"))  # instant feedback: status, stream task or placeholder
 

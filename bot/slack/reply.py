@@ -15,7 +15,7 @@ app) pauses the feature for that workspace, for a cool-down, then it is tried ag
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
@@ -25,6 +25,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.references import Reference
 from bot.slack.blocks import answer_messages, fallback_text, footer_blocks, split_markdown
 from bot.slack.cache import CoolDown
+
+if TYPE_CHECKING:
+    from agent.prompts import PromptSet
 
 log = logging.getLogger("askdesk.slack")
 
@@ -62,9 +65,10 @@ class Reply:
     def __init__(
         self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str | None,
         streaming: bool, features: Features, say_stream: SayStream | None = None,
-        set_status: SetStatus | None = None,
+        set_status: SetStatus | None = None, prompts: "PromptSet | None" = None,
     ) -> None:
         self.client = client
+        self.prompts = prompts
         self.channel = channel
         self.thread_ts = thread_ts
         self.team_id = team_id or ""
@@ -156,17 +160,18 @@ class Reply:
         parts = split_markdown(answer or "…")
         if self.streaming:
             try:
-                await self._finish_stream(parts[0], footer_blocks(references, notice, value) if len(parts) == 1 else None)
+                await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts) if len(parts) == 1 else None)
             except Exception as exc:
                 if self.stream is not None and self.stream.ts:
                     raise  # the stream exists: never post the same answer twice
                 self._stream_failed(exc)
             else:
                 if len(parts) > 1:
-                    tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value)
+                    tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value,
+                                           prompts=self.prompts)
                     await self._post_parts(tail, use_placeholder=False)
                 return
-        await self._post_parts(answer_messages(answer, references, notice=notice, value=value))
+        await self._post_parts(answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts))
 
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
