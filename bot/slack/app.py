@@ -1,9 +1,9 @@
 """Build the Slack app: a slack_bolt `AsyncApp`, its listeners registered per concern, and
 Bolt's own aiohttp web app for HTTP mode.
 
-Bolt acknowledges every event before our listener runs (`process_before_response=False`:
-the listener is started as a task, the ack returns at once), so the agent always works
-after the 3-second ack; slash commands ack with a short "Searching…" and finish through
+Events are acked as soon as their signature checks out (bot/slack/http.py) and then
+dispatched through Bolt, whose listeners run as tasks of their own
+(`process_before_response=False`), so the agent always works after the 3-second ack; slash commands ack with a short "Searching…" and finish through
 `respond`. Listeners get what they use from Bolt (bot/slack/services.py). The Web API
 client honours Slack's 429 `Retry-After` through slack_sdk's rate-limit retry handler.
 """
@@ -18,6 +18,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
 from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartHandler
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -120,9 +121,16 @@ class SlackApp:
         GET /healthz for load balancers."""
         application = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
         if self.signing_secret:
-            application.middlewares.append(request_guard(self.signing_secret))
+            application.middlewares.append(request_guard(self.signing_secret, self._dispatch_event))
         application.router.add_get("/healthz", healthz)
         return application
+
+    def _dispatch_event(self, request: web.Request, body: str) -> None:
+        """Run an already-acked event through Bolt (its middleware, dedupe and listeners)."""
+        bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(self.app.async_dispatch(bolt_request))
+        self.inflight.add(task)
+        task.add_done_callback(self.inflight.discard)
 
     async def start_http(self, host: str = "0.0.0.0", port: int = 3000) -> tuple[web.AppRunner, int]:
         """Serve HTTP mode; returns the runner (call `cleanup()`) and the bound port (port=0 picks one)."""

@@ -56,7 +56,7 @@ class FakeSlackAPI:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = next(iter(self._runner.addresses))[1]
         return self
 
     async def stop(self) -> None:
