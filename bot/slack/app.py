@@ -126,9 +126,14 @@ class SlackApp:
         return application
 
     def _dispatch_event(self, request: web.Request, body: str) -> None:
-        """Run an already-acked event through Bolt (its middleware, dedupe and listeners)."""
-        bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
-        task = asyncio.ensure_future(self.app.async_dispatch(bolt_request))
+        """Run an already-acked event through Bolt (its middleware, dedupe and listeners),
+        after the ack is on its way: even building Bolt's request waits until then."""
+        query, headers = request.query_string, dict(request.headers)
+
+        async def dispatch() -> None:
+            await self.app.async_dispatch(AsyncBoltRequest(body=body, query=query, headers=headers))  # type: ignore[arg-type]
+
+        task = asyncio.ensure_future(dispatch())
         self.inflight.add(task)
         task.add_done_callback(self.inflight.discard)
 
