@@ -70,6 +70,12 @@ class DirectoryLock:
         self._fd = fd
         return self
 
+    @classmethod
+    def check_free(cls, data_dir: Path) -> None:
+        """StoreInUse now if another process holds `data_dir` (a probe: nothing stays locked)."""
+        if (data_dir / LOCK_FILE).exists():
+            cls(data_dir).acquire().release()
+
     def release(self) -> None:
         if self._fd is not None:
             try:

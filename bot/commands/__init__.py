@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import asyncio
 
+import typer
+
 from agent.config import load_settings
 from agent.runtime import Runtime
+
+EXIT_IN_USE = 3  # another process holds the embedded store
+
+
+def store_in_use(exc: Exception) -> SystemExit:
+    """The one line for StoreInUse; a SystemExit so no `except Exception` swallows it."""
+    typer.echo(f"error: {exc}", err=True)
+    return SystemExit(EXIT_IN_USE)
 
 
 def run_with_runtime(coro_factory):

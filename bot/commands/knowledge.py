@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from bot.commands import run_with_runtime
+from agent.store import StoreInUse
+from bot.commands import run_with_runtime, store_in_use
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -70,6 +71,8 @@ def ingest_cmd(
         raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
     except (KnowledgeBaseUnavailable, EmbedderError) as exc:
         raise _fail(str(exc)) from None
+    except StoreInUse as exc:
+        raise store_in_use(exc) from None
     except Exception as exc:  # e.g. the Qdrant server is down
         raise _fail(f"ingestion failed: {type(exc).__name__}: {exc}") from None
     if as_json:
@@ -100,6 +103,8 @@ def search_cmd(
         passages = run_with_runtime(lambda rt: search(rt, query, top_k=top_k, collection=collection, mode=mode))
     except KnowledgeBaseUnavailable as exc:
         raise _fail(str(exc)) from None
+    except StoreInUse as exc:
+        raise store_in_use(exc) from None
     except Exception as exc:
         raise _fail(f"search failed: {type(exc).__name__}: {exc}") from None
     if as_json:

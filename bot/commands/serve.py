@@ -29,6 +29,23 @@ def register(app: typer.Typer) -> None:
     app.add_typer(serve_app, name="serve")
 
 
+@serve_app.callback()
+def _store_is_free() -> None:
+    """Before any surface contacts its platform: refuse at once (one line, exit 3) when another
+    process holds the embedded store."""
+    from pydantic import ValidationError
+
+    from agent.config import load_settings
+    from agent.store.lock import DirectoryLock
+
+    try:
+        settings = load_settings()
+    except ValidationError:
+        return  # the command itself reports bad settings
+    if not settings.qdrant_url:
+        DirectoryLock.check_free(settings.data_dir)
+
+
 def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: str | None) -> str:
     """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
     if not bot_token:
@@ -64,6 +81,7 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
     """Start the bot and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
     from agent.service import Askdesk
+    from agent.store import StoreInUse
     from bot.slack.app import build_slack_app, make_client
 
     bot_token = os.environ.get("SLACK_BOT_TOKEN")
@@ -82,7 +100,9 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
 
     try:
         runtime = Runtime.open(settings)
-    except Exception as exc:  # e.g. the embedded Qdrant directory is locked by another process
+    except StoreInUse:
+        raise  # one line from the CLI entry point (exit 3), like every command
+    except Exception as exc:
         raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
     askdesk = None
     try:
