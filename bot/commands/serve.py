@@ -77,6 +77,14 @@ async def verify_bot_token(client) -> dict:
         raise StartupError(f"cannot reach the Slack API at {client.base_url}: {type(exc).__name__}: {exc}") from None
 
 
+async def start_admin_channel(settings, runtime):
+    """Alongside the surfaces: the local channel `askdesk ingest` uses to hand jobs to this
+    process while it holds the embedded store (bot/admin; None with a Qdrant server)."""
+    from bot.admin.channel import AdminChannel
+
+    return await AdminChannel.start(settings, runtime)
+
+
 async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -> None:
     """Start the bot and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
@@ -105,8 +113,10 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
     except Exception as exc:
         raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
     askdesk = None
+    admin = None
     try:
         askdesk = Askdesk.create(settings, runtime=runtime)
+        admin = await start_admin_channel(settings, runtime)
         bot = build_slack_app(settings, askdesk, runtime, token=bot_token,
                               signing_secret=signing_secret if mode == "http" else None)
         who = f"@{identity.get('user')} in {identity.get('team')}"
@@ -134,6 +144,8 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
             await runner.cleanup()
         await bot.drain(timeout=30)
     finally:
+        if admin is not None:
+            await admin.close()
         if askdesk is not None:
             await askdesk.close()
         await runtime.close()
