@@ -44,6 +44,7 @@ class AdminChannel:
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._jobs = asyncio.Lock()  # one job at a time, in arrival order
+        self._handlers: set[asyncio.Task] = set()
 
     @classmethod
     async def start(cls, settings: "Settings", runtime: "Runtime") -> "AdminChannel | None":
@@ -74,6 +75,9 @@ class AdminChannel:
             if not writer.is_closing():
                 writer.write(message.model_dump_json().encode() + b"\n")
 
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
         try:
             uid = _peer_uid(writer)
             if uid is not None and uid != os.getuid():
@@ -93,11 +97,16 @@ class AdminChannel:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away (Ctrl-C): the job itself has finished or was never started
         finally:
+            self._handlers.discard(task)  # type: ignore[arg-type]
             writer.close()
 
     async def close(self) -> None:
+        """Stop listening; a job still running is cancelled (safe: a file's old chunks go only
+        after its new ones are written), and its client is told to run the command again."""
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
             self._server = None
+        for task in list(self._handlers):
+            task.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
         self.path.unlink(missing_ok=True)
