@@ -72,6 +72,8 @@ async def test_ingest_is_handed_to_the_running_bot_while_questions_are_answered(
         hits = await search(runtime, MARKER, top_k=3)
         stop.set()
         await asyncio.gather(*askers)
+        # progress bars driven by the bot's events, then the summary
+        code2, out2, err2 = await run_cli(["ingest", str(kb)], cli_env(data), timeout=240)
     finally:
         if channel is not None:
             await channel.close()
@@ -82,6 +84,7 @@ async def test_ingest_is_handed_to_the_running_bot_while_questions_are_answered(
     assert "the running bot" in err and "Traceback" not in out + err
     assert '"updated": [\n    "' + DOCS[1] in out  # the report of the job, printed by the CLI
     assert hits and MARKER in hits[0].text and hits[0].source == DOCS[1]
+    assert code2 == 0 and "2 unchanged" in out2 and "Traceback" not in out2 + err2, err2
     assert failures == []
     assert all(n >= 1 for n in answered), answered
     assert not (data / SOCKET_NAME).exists()  # removed when the bot stops

@@ -88,10 +88,15 @@ def _hand_over_ingest(paths, collection, prune, as_json, progress, exc):
         return hand_over(request, exc)
 
     def on_event(ev) -> None:
+        if not progress.bars.live.is_started:  # bars only once a bot has taken the job
+            progress.bars.start()
         getattr(progress, ev.event)(ev.value)
 
-    with progress.bars:
+    try:
         return hand_over(request, exc, on_event)
+    finally:
+        if progress.bars.live.is_started:
+            progress.bars.stop()
 
 
 def ingest_output(report, as_json: bool):
