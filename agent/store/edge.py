@@ -29,9 +29,10 @@ from agent.store.lock import DirectoryLock
 DENSE = "dense"
 SPARSE = "sparse"
 EDGE_DIR = "edge"
-# int8 copies of the dense vectors kept in RAM for the HNSW search; the float originals stay
-# memory-mapped and are read only to rescore the best candidates. At 100k chunks this keeps a
-# serving process well under 400 MB and makes search faster (bench/bench_engine.py).
+# int8 copies of the dense vectors pinned in RAM for the HNSW search; the float originals stay
+# on disk (memory-mapped, "cold") and are read only to rescore the best candidates and to return
+# the few vectors a search asks for. At 100k chunks this keeps a serving process under 400 MB
+# (the originals alone are 150 MB) and search no slower (bench/bench_engine.py).
 QUANTIZATION = qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, memory=qe.Memory.Pinned)
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")  # a directory name: no '.', '/' or '..' 
 
@@ -112,7 +113,8 @@ class EdgeStore:
         existence) to a later `update_metadata`, e.g. until a migration has copied every point."""
         path = self._dir(name)
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, quantization_config=QUANTIZATION)},
+            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, memory=qe.Memory.Cold,
+                                                quantization_config=QUANTIZATION)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             wal_enabled=True,
         )
