@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import stat
 
 from agent.config import Settings
@@ -134,3 +135,80 @@ async def test_a_bad_request_or_a_stale_socket_never_crashes(tmp_path):
     finally:
         await runtime.close()
     assert code == EXIT_IN_USE and "Traceback" not in out + err and "in use" in err
+
+
+async def test_askdesk_serve_slack_runs_the_admin_channel(monkeypatch, tmp_path):
+    """The serve hook itself: while `run_slack` serves (HTTP mode, fake Slack API), an
+    `askdesk ingest` from another process is run by the bot; the socket goes when it stops."""
+    from bot.commands.serve import run_slack
+    from tests.fakes.slack_api import SIGNING_SECRET, FakeSlackAPI
+
+    fake = await FakeSlackAPI().start()
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+    data = seed_embeddings(tmp_path / "data")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = Settings(data_dir=data, slack_api_url=fake.api_url, port=port)
+    stop = asyncio.Event()
+    server = asyncio.create_task(run_slack(settings, host="127.0.0.1", stop=stop))
+    try:
+        for _ in range(400):
+            if (data / SOCKET_NAME).is_socket() or server.done():
+                break
+            await asyncio.sleep(0.05)
+        assert (data / SOCKET_NAME).is_socket()
+        code, out, err = await run_cli(["ingest", str(SAMPLE_KB / DOCS[0]), "--json"], cli_env(data), timeout=240)
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 30)
+        await fake.stop()
+    assert code == 0 and "the running bot" in err and f'"{DOCS[0]}"' in out, err
+    assert not (data / SOCKET_NAME).exists()
+
+
+class SlowEmbedder:
+    """Half a second per batch: a job that is still running when the bot stops."""
+
+    name = "test:slow"
+    dim = 4
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0.5)
+        return [[1.0, float(len(t) % 7), 0.5, 0.1] for t in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.5, 0.1]
+
+
+async def test_a_bot_stopping_mid_job_tells_the_client_to_run_it_again(tmp_path):
+    from bot.admin.channel import AdminChannel
+    from bot.admin.client import LOST, submit
+    from bot.admin.protocol import JobRequest
+
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, embedder="test:slow", embedding_cache=False)
+    runtime = Runtime.open(settings)
+    runtime._embedders["test:slow"] = SlowEmbedder()
+    channel = await AdminChannel.start(settings, runtime)
+    assert channel is not None
+    started = asyncio.Event()
+
+    def on_event(ev) -> None:
+        if ev.event == "chunks_done":
+            started.set()
+
+    request = JobRequest(op="ingest", paths=[str(SAMPLE_KB)], as_json=True)
+    client = asyncio.create_task(submit(data, request, on_event))
+    try:
+        await asyncio.wait_for(started.wait(), 60)
+        await channel.close()  # what `askdesk serve` does on SIGTERM
+        output = await asyncio.wait_for(client, 30)
+        assert output is not None and output.code == 1 and output.stderr == [LOST]
+        # whatever was written is consistent: per file and version, every chunk at most once
+        points, _ = await runtime.store.scroll("kb", limit=10_000, with_payload=True)
+        keys = [(p.payload["source"], p.payload["file_hash"], p.payload["chunk_index"]) for p in points]
+        assert points and len(keys) == len(set(keys))
+    finally:
+        await runtime.close()
