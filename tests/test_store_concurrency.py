@@ -26,7 +26,8 @@ def askdesk_command() -> list[str]:
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKDESK_")}
     env.update({"ASKDESK_DATA_DIR": str(data_dir), "ASKDESK_CONFIG": str(data_dir / "absent.yaml"),
-                "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "ASKDESK_SLACK_API_URL": "http://127.0.0.1:9/", "NO_COLOR": "1", **extra})
+                "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s",
+                "ASKDESK_SLACK_API_URL": "http://127.0.0.1:9/", "NO_COLOR": "1", **extra})
     return env
 
 

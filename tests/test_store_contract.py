@@ -54,7 +54,8 @@ def _points() -> list[models.PointStruct]:
     for i in range(10):
         out.append(models.PointStruct(
             id=_pid(i),
-            vector={"dense": [1.0, i / 10, 0.5, 0.0], "sparse": models.SparseVector(indices=[7, 100 + i], values=[1.0, 2.0])},
+            vector={"dense": [1.0, i / 10, 0.5, 0.0],
+                    "sparse": models.SparseVector(indices=[7, 100 + i], values=[1.0, 2.0])},
             payload={"source": f"s{i % 3}", "n": i, "even": i % 2 == 0, "tags": ["all", f"t{i}"],
                      "location": {"lat": 30.0 + i * 0.01, "lon": -97.7}},
         ))
@@ -147,7 +148,8 @@ async def test_dense_sparse_and_fused_queries(store):
         name,
         prefetch=[
             models.Prefetch(query=[1.0, 0.3, 0.5, 0.0], using="dense", limit=5, filter=flt),
-            models.Prefetch(query=models.SparseVector(indices=[106], values=[1.0]), using="sparse", limit=5, filter=flt),
+            models.Prefetch(query=models.SparseVector(indices=[106], values=[1.0]), using="sparse", limit=5,
+                            filter=flt),
         ],
         query=models.RrfQuery(rrf=models.Rrf(k=2, weights=[1.0, 1.0])),
         limit=3, with_payload=["n"],
