@@ -42,7 +42,7 @@ from agent.facilities.search import FacilitySearchArgs, search_facilities  # noq
 from agent.runtime import Runtime  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "texas-childcare" / "facilities.csv"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 FREE_TEXT = "lutheran child care near 78702"
 CHEAP = "bench:hashed-random"
 

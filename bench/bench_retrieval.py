@@ -33,7 +33,7 @@ from agent.knowledge.ingest import ingest  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 MODES = ("hybrid", "dense", "sparse")
 
 

