@@ -154,6 +154,9 @@ class Askdesk:
         self.router_model_first = router_model_first  # benchmarks: the router model sees every message
         self._owns_runtime = owns_runtime
         self._registries: dict[str | None, Any] = {}
+        from agent.domain import domain_path, load_domain
+
+        self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
 
     @classmethod
     def create(cls, settings: Settings, runtime: Any | None = None, **kwargs: Any) -> "Askdesk":
@@ -193,13 +196,14 @@ class Askdesk:
         return self._registries[collection][1]
 
     def router(self, collection: str | None, calls: list[Usage], span: Span = NOOP) -> Router:
-        async def context(query: str):
+        async def context(query: str, also: list[tuple[str, float]] | tuple = ()):
             from agent.knowledge.search import KnowledgeBaseUnavailable
             from agent.tools.formatted_context import get_formatted_context
 
             child = span.child("tool:get_formatted_context", "tool", {"query": query})
             try:
-                result = await get_formatted_context(self.runtime, query, self.settings.top_k, collection=collection)
+                result = await get_formatted_context(self.runtime, query, self.settings.top_k, collection=collection,
+                                                     also=also)
             except KnowledgeBaseUnavailable as exc:
                 log.warning("knowledge base unavailable during routing: %s", type(exc).__name__)
                 child.end(error=type(exc).__name__)
@@ -213,7 +217,13 @@ class Askdesk:
             domain=self.settings.assistant_domain, capabilities=self.settings.assistant_capabilities,
             refuse_below=self.settings.router_refuse_below, accept_above=self.settings.router_accept_above,
             model_first=self.router_model_first, prefetch=self.prefetch,
+            domain_words=self.domain, topic=self.topic_check(collection),
         )
+
+    def topic_check(self, collection: str | None):
+        from agent.topicality import TopicCheck
+
+        return TopicCheck(self.runtime, collection, self.domain, self.settings.router_offtopic_margin)
 
     async def _knowledge_context(self, route: RouteDecision, collection: str | None):
         """The router's prefetch, or a fresh search (raises KnowledgeBaseUnavailable)."""

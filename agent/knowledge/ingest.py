@@ -256,5 +256,9 @@ async def ingest(
         for source in sorted(set(states) - present):
             await delete_file_points(runtime, name, source)
             report.pruned.append(source)
+    if report.updated or report.pruned:
+        from agent.knowledge.vocabulary import forget_vocabulary
+
+        forget_vocabulary(runtime, name)  # the off-topic check re-reads the documents' words
     report.seconds = time.perf_counter() - started
     return report
