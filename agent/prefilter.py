@@ -30,8 +30,8 @@ _GREETING_RE = re.compile(
     re.IGNORECASE,
 )
 
-# Facility search: a word naming a facility (generic ones + the domain file's) plus a place /
-# distance / capacity / hours.
+# Facility search: a word naming a facility (generic ones + the domain file's) or a criterion of
+# the registry's schema (agent/facilities/query_parser.py), plus a place / distance / capacity / hours.
 _PLACE_RE = re.compile(
     r"(\b\d{5}\b|\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b|\bnear (me|\w+)|\b[A-Z][a-z]+ (county|co\.)\b|"
     r"\bin [A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\d+\+? (kids|children|slots|capacity)\b|\bopen (by|until|till|at) \d)",
@@ -67,9 +67,14 @@ def is_greeting(text: str) -> bool:
 
 
 def looks_like_facility_search(text: str, domain: Domain = EMPTY) -> bool:
-    """"centers within 10 miles of 78702", and with the domain's nouns "infant care in San Antonio"."""
+    """"centers within 10 miles of 78702", "infant care in San Antonio": a facility noun (generic or
+    the domain file's) or an age group / service of the registry's schema, plus a place."""
+    from agent.facilities.query_parser import mentions_facility_criteria
+
     text = normalize(text)
-    if not domain.facility_re.search(text) or not _PLACE_RE.search(text):
+    if not _PLACE_RE.search(text):
+        return False
+    if not (domain.facility_re.search(text) or mentions_facility_criteria(text)):
         return False
     return not _KNOWLEDGE_MARKERS_RE.search(text)
 

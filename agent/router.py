@@ -118,17 +118,25 @@ class Router:
         also = [(contextual, context_weight(text))] if contextual != text else []
         if rules.followup and looks_like_facility_search(contextual, self.domain_words):
             return Route("facility", contextual, "heuristic", "follow-up of a facility search", rewritten=True)
-        prefetch = await self.context(text, also=also) if also else await self.context(text)
-        best = best_dense_score(prefetch)
         if rules.followup:  # "and for two-parent families?": never refused, it leans on the thread
+            prefetch = await self.context(text, also=also) if also else await self.context(text)
             return Route("knowledge", text, "heuristic", "follow-up searched with its thread", prefetch=prefetch,
-                         best_score=best, also=also, rewritten=bool(also))
-        topic = await self.topic.judge(contextual, best) if self.topic is not None else None
+                         best_score=best_dense_score(prefetch), also=also, rewritten=bool(also))
+        alone = await self.context(text)
+        best = best_dense_score(alone)
+        # In a thread, only a message that is off-topic by a wide margin on its own is refused
+        # ("thanks! now tell me a joke"); one that merely says little alone leans on the thread.
+        topic = await self.topic.judge(text, best, in_thread=bool(also)) if self.topic is not None else None
         protected = bool(await self.topic.protected(text)) if self.topic is not None else False
         verdict = classify_similarity(best, topic, protected=protected or bool(also),
                                       refuse_below=self.refuse_below, accept_above=self.accept_above)
+        prefetch = alone
+        if also and verdict.route != "offtopic":
+            prefetch = await self.context(text, also=also)
+            best = best_dense_score(prefetch)
         if verdict.route is not None:
-            return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best, also=also)
+            return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best, also=also,
+                         rewritten=bool(also))
         if self.model is not None:
             decided = await self._ask_model(text, history, span, prefetch=None if also else prefetch)
             if decided is not None:
@@ -136,7 +144,7 @@ class Router:
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about.
         return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch,
-                     best_score=best, also=also)
+                     best_score=best, also=also, rewritten=bool(also))
 
     def _from_prefilter(self, rules: PrefilterVerdict, text: str, history: list[ChatMessage]) -> Route:
         query = text

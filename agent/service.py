@@ -309,7 +309,8 @@ class Askdesk:
         route = await self.router(collection, calls, router_span).route(text, history, router_span)
         routed["route"] = route.route
         router_span.end(describe(route) | {"query": route.query})
-        common = dict(route=route.route, rewritten_query=route.query if route.rewritten else None)
+        searched = route.also[0][0] if route.also else route.query  # a follow-up: its search in the thread
+        common = dict(route=route.route, rewritten_query=searched if route.rewritten else None)
 
         if route.route == "offtopic":
             return AnswerResult(answer=self.prompts.render("refusal", capabilities=self.settings.assistant_capabilities), **common)

@@ -31,12 +31,18 @@ from agent.knowledge.vocabulary import Vocabulary, vocabulary
 
 log = logging.getLogger(__name__)
 
-# Score = (kb similarity - nearest off-topic exemplar) + COVERAGE_WEIGHT * (coverage - 0.5).
+# Score = (kb similarity - nearest off-topic exemplar) + COVERAGE_WEIGHT * max(0, coverage - 0.5).
+# Words the documents use are evidence for a message; words they lack are weak evidence against
+# it (a small knowledge base cannot know every way staff phrase a question), so they never push
+# a message towards refusal.
 COVERAGE_WEIGHT = 0.03
 # A message in a language the documents are not written in (Vietnamese questions over English
 # documents) is measured across languages on both sides, which costs the knowledge-base side
 # more: its margin is lowered by this much (calibrated on eval/calibration.yaml, not held-out).
 CROSS_LANGUAGE_SHIFT = 0.05
+# Inside a thread a message may say little on its own ("what hours can they reach them?"): it is
+# refused only when it is off-topic by this much more.
+THREAD_SHIFT = 0.03
 
 
 def shipped_exemplars() -> list[str]:
@@ -111,7 +117,7 @@ def decide(*, kb: float, nearest_offtopic: float, coverage: float | None, margin
     """(refuse?, score): refuse when the score falls below `margin`."""
     score = kb - nearest_offtopic
     if coverage is not None:
-        score += COVERAGE_WEIGHT * (coverage - 0.5)
+        score += COVERAGE_WEIGHT * max(0.0, coverage - 0.5)
     return score < margin, score
 
 
@@ -139,7 +145,7 @@ class TopicCheck:
             log.warning("knowledge-base vocabulary unavailable: %s", type(exc).__name__)
             return None
 
-    async def judge(self, text: str, kb_best: float | None) -> TopicVerdict:
+    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False) -> TopicVerdict:
         if kb_best is None:
             return TopicVerdict(False, "no similarity available")
         why = await self.protected(text)
@@ -158,6 +164,8 @@ class TopicCheck:
         coverage = vocab.coverage(text) if vocab and same_language else None
         nearest = ex.nearest(vec, kb_langs or None)
         margin = self.margin if same_language else self.margin - CROSS_LANGUAGE_SHIFT
+        if in_thread:
+            margin -= THREAD_SHIFT
         refuse, score = decide(kb=kb_best, nearest_offtopic=nearest, coverage=coverage, margin=margin)
         cov = "n/a" if coverage is None else f"{coverage:.2f}"
         return TopicVerdict(refuse, f"topic score {score:+.3f} (margin {margin:+.3f}, coverage {cov})", score)

@@ -36,10 +36,15 @@ def test_dev_facility_queries_route_to_facility_with_the_demo_domain_file(item):
     assert classify_rules(item["query"], [], TEXAS).route == "facility"
 
 
-def test_without_a_domain_file_only_generic_facility_nouns_count():
-    assert classify_rules("centers within 10 miles of 78702", []).route == "facility"
-    assert classify_rules("baby care within 10 miles of 78702", []).route is None
-    assert classify_rules("baby care within 10 miles of 78702", [], TEXAS).route == "facility"
+@pytest.mark.parametrize("item", DEV["facility"], ids=lambda i: i["id"])
+def test_facility_queries_route_without_a_domain_file_too(item):
+    """Generic nouns and the registry schema's own criteria (ages, services) are enough."""
+    assert classify_rules(item["query"], []).route == "facility"
+
+
+def test_domain_file_facility_nouns():
+    assert classify_rules("daycares near 78702", []).route is None
+    assert classify_rules("daycares near 78702", [], TEXAS).route == "facility"
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello there!", "thanks!", "what can you do?", "gracias", "xin chào", "good morning team"])
@@ -136,8 +141,8 @@ class ScriptedJudge:
     async def protected(self, text):
         return "term" if text in self._protected else None
 
-    async def judge(self, text, kb_best):
-        self.judged.append(text)
+    async def judge(self, text, kb_best, in_thread=False):
+        self.judged.append((text, in_thread))
         return TopicVerdict(text in self.offtopic, "scripted")
 
 
@@ -194,7 +199,7 @@ async def test_router_model_failure_falls_back_to_the_fused_search():
     assert decided.query == "what about the june 16-29 period?"
     ((contextual, weight),) = decided.also
     assert "CCS payment" in contextual and "june 16-29" in contextual and weight > 0
-    assert search.also == [decided.also]
+    assert search.also[-1] == decided.also
 
 
 async def test_every_message_in_a_thread_is_searched_alone_and_in_context_without_a_model():
@@ -202,14 +207,24 @@ async def test_every_message_in_a_thread_is_searched_alone_and_in_context_withou
     search = StubSearch(0.9)
     judge = ScriptedJudge()
     history = [user("how many CCR navigator positions does the PDG B-5 grant fund?")]
-    decided = await router(search, judge=judge).route("what are those people supposed to focus on?", history)
-    assert decided.route == "knowledge" and search.queries == ["what are those people supposed to focus on?"]
-    ((contextual, _),) = search.also[0]
+    text = "what are those people supposed to focus on?"
+    decided = await router(search, judge=judge).route(text, history)
+    assert decided.route == "knowledge" and search.queries == [text, text]  # judged alone, then fused
+    ((contextual, _),) = search.also[1]
     assert contextual.startswith("how many CCR navigator") and contextual.endswith("supposed to focus on?")
-    assert judge.judged == [contextual]  # topicality is judged in the thread's context
+    assert decided.also == search.also[1]
+    assert judge.judged == [(text, True)]  # judged on its own, with the thread's leniency
     # a first message is searched once, alone
     await router(search, judge=judge).route("PDG B-5 navigators?", [])
-    assert search.also[-1] == []
+    assert search.also[-1] == [] and judge.judged[-1] == ("PDG B-5 navigators?", False)
+
+
+async def test_an_offtopic_message_inside_a_thread_is_still_refused():
+    history = [user("how many CCR navigator positions does the PDG B-5 grant fund?")]
+    judge = ScriptedJudge({"any good deals on a standing desk?"})
+    search = StubSearch(0.9)
+    decided = await router(search, judge=judge).route("any good deals on a standing desk?", history)
+    assert decided.route == "offtopic" and search.also == [[]]  # no fused search for a refusal
 
 
 async def test_router_model_asks_one_clarifying_question():

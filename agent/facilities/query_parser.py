@@ -91,6 +91,17 @@ def _word_re(phrase: str) -> str:
     return r"(?<![\w-])(?:" + phrase + r")(?![\w-])"
 
 
+_CRITERIA_RE = re.compile(
+    "|".join(_word_re(pattern) for pattern, _ in _FEATURES + _AGES), re.IGNORECASE
+)
+
+
+def mentions_facility_criteria(text: str) -> bool:
+    """Does `text` name an age group or a service of the registry's schema ("infant care",
+    "after-school", "drop-in")? The router's facility check uses it, with a place."""
+    return bool(_CRITERIA_RE.search(_normalise(text)))
+
+
 @dataclass
 class _State:
     text: str
