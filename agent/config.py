@@ -89,8 +89,8 @@ class Settings(BaseSettings):
     )
     domain_file: Path | None = Field(
         None,
-        description="Domain file (YAML: terms, facility_nouns, offtopic) with the deployment's own words; "
-        "see docs/understanding.md. The demo uses examples/texas-childcare/domain.yaml.",
+        description="Domain file (YAML: terms, facility_nouns, offtopic, place_aliases) with the deployment's own "
+        "words; unset = domain.yaml in data_dir if present (askdesk demo puts the demo's there). See docs/understanding.md.",
     )
     prompts_dir: Path | None = Field(
         None,

@@ -164,6 +164,7 @@ REQUIRED: dict[str, set[str]] = {
     "internal_error": {"ref"},
     "iteration_cap": set(),
     "not_known": set(),
+    "facility_extract": {"message", "understood", "leftover"},
 }
 
 
