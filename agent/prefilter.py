@@ -79,6 +79,11 @@ def looks_like_facility_search(text: str, domain: Domain = EMPTY) -> bool:
     return not _KNOWLEDGE_MARKERS_RE.search(text)
 
 
+def starts_like_followup(text: str) -> bool:
+    """"and for 5 people?", "what about…": it continues something, even where the thread is unknown."""
+    return bool(_FOLLOWUP_START_RE.match(normalize(text)))
+
+
 def previous_user_messages(history: list[ChatMessage]) -> list[str]:
     return [m.content for m in history if m.role == "user" and m.content.strip()]
 

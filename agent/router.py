@@ -22,6 +22,7 @@ from agent.prefilter import (
     heuristic_rewrite,
     looks_like_facility_search,
     previous_user_messages,
+    starts_like_followup,
 )
 from agent.prompts import PromptSet
 from agent.providers.base import Completion, ProviderError, Usage
@@ -126,7 +127,9 @@ class Router:
         best = best_dense_score(alone)
         # In a thread, only a message that is off-topic by a wide margin on its own is refused
         # ("thanks! now tell me a joke"); one that merely says little alone leans on the thread.
-        topic = await self.topic.judge(text, best, in_thread=bool(also)) if self.topic is not None else None
+        # "and for 5 people?" continues a thread askdesk may not see (a new Slack mention): not refused
+        topic = (await self.topic.judge(text, best, in_thread=bool(also))
+                 if self.topic is not None and not starts_like_followup(text) else None)
         protected = bool(await self.topic.protected(text)) if self.topic is not None else False
         verdict = classify_similarity(best, topic, protected=protected or bool(also),
                                       refuse_below=self.refuse_below, accept_above=self.accept_above)

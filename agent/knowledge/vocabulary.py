@@ -28,6 +28,7 @@ class Vocabulary:
     df: Counter = field(default_factory=Counter)  # term -> chunks containing it
     chunks: int = 0
     langs: Counter = field(default_factory=Counter)  # language -> chunks written in it
+    headings: set = field(default_factory=set)  # terms of the documents' titles and headings
 
     def languages(self, min_share: float = 0.10) -> set[str]:
         """Languages most of the documents are written in: a question in another language (or in
@@ -43,6 +44,12 @@ class Vocabulary:
         if not terms or not self.chunks:
             return None
         return sum(1 for t in terms if self.knows(t)) / len(terms)
+
+    def in_headings(self, text: str) -> bool:
+        """Every word of the message (not bare numbers) is a word of the documents' titles or
+        headings — what the documents say they are about ("who is eligible?", "teen parents?")."""
+        terms = {t for t in tokens(text) if not t.replace(",", "").replace(".", "").isdigit()}
+        return bool(terms) and terms <= self.headings
 
     def codes(self, text: str) -> list[str]:
         """Codes/acronyms of the message that the knowledge base uses too."""
@@ -69,6 +76,8 @@ async def _load(runtime, collection: str) -> Vocabulary:
                 payload = p.payload or {}
                 text = " ".join(str(payload.get(k) or "") for k in ("title", "section", "text"))
                 vocab.df.update(set(tokens(text, payload.get("lang") or None)))
+                heads = f"{payload.get('title') or ''} {payload.get('section') or ''}"
+                vocab.headings.update(tokens(heads, payload.get("lang") or None))
                 vocab.langs[payload.get("lang") or "und"] += 1
                 vocab.chunks += 1
             if offset is None:
