@@ -11,19 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
-from agent.providers.base import Usage
+from agent.providers.base import Model, ProviderError, Usage
 from agent.references import Reference
-from agent.router import Model
 from agent.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
 from agent.tools.base import ToolRegistry, ToolResult
 from agent.tracing import NOOP, Span
 
-ProgressFn = Any  # Callable[[str], Awaitable[None]] | None (see agent.service.ProgressFn)
+# Surfaces pass this to show tool progress ("Searching the knowledge base…").
+ProgressFn = Callable[[str], Awaitable[None]]
 
 
 @dataclass
@@ -42,8 +44,7 @@ class RunState:
     usages: list[Usage] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
-    facilities: list[dict[str, Any]] = field(default_factory=list)
-    weak_evidence: bool = False
+    facilities: list[FacilityHit] = field(default_factory=list)
     tool_seconds: float = 0.0
 
 
@@ -54,7 +55,7 @@ class LoopResult:
     confidence: float | None
     usages: list[Usage]
     tool_calls: list[str]
-    facilities: list[dict[str, Any]]
+    facilities: list[FacilityHit]
     hit_cap: bool = False
     tool_seconds: float = 0.0
 
@@ -74,23 +75,13 @@ def resolve_references(citations: list[Citation], retrieved: list[Reference]) ->
     return out
 
 
-def _facilities_of(result: ToolResult) -> list[dict[str, Any]]:
-    data = result.data
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "operation_number" in data[0]:
-        return data
-    if isinstance(data, dict) and isinstance(data.get("facilities"), list):
-        return data["facilities"]
-    return []
-
-
 def _absorb(state: RunState, name: str, result: ToolResult) -> None:
+    """Keep what a tool found: its references (for citations) and facilities (for surfaces)."""
     state.tool_calls.append(name)
     for ref in result.references:
         if all((r.source, r.section) != (ref.source, ref.section) for r in state.references):
             state.references.append(ref)
-    if name == "get_formatted_context":
-        state.weak_evidence = state.weak_evidence or result.weak_evidence
-    state.facilities.extend(_facilities_of(result))
+    state.facilities.extend(result.facilities)
 
 
 async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolResult:
@@ -115,11 +106,12 @@ async def run_agent(
     prefetched: list[Prefetched],
     max_iterations: int,
     domain: str,
-    progress: ProgressFn = None,
+    progress: ProgressFn | None = None,
     span: Span = NOOP,
     tool_specs: list[dict[str, Any]] | None = None,
 ) -> LoopResult:
-    """Run steps until a final answer or the turn cap. ProviderError propagates to the service.
+    """Run steps until a final answer or the turn cap. ProviderError propagates to the service,
+    its `attempts` holding every model call of the run.
 
     `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
     generation is the most expensive step of a turn outside the model)."""
@@ -128,7 +120,7 @@ async def run_agent(
         domain=domain,
         tools=tool_specs if tool_specs is not None else registry.describe(),
         prefetched=render_prefetched(prefetched),
-        weak_evidence=any(p.result.weak_evidence for p in prefetched if p.name == "get_formatted_context"),
+        weak_evidence=any(p.result.weak_evidence for p in prefetched),
         max_iterations=max_iterations,
     )
     state = RunState(messages=[ChatMessage(role="system", content=system), *history, ChatMessage(role="user", content=question)])
@@ -146,10 +138,14 @@ async def run_agent(
         child = span.child(f"agent model #{state.turn}", "llm", {"messages": [m.model_dump() for m in messages]})
         try:
             completion = await model.complete(messages, AgentStep)
+        except ProviderError as exc:
+            child.end(error=str(exc))
+            exc.attempts = [*state.usages, *exc.attempts]  # the run's calls, for the turn's count
+            raise
         except Exception as exc:
             child.end(error=str(exc))
             raise
-        state.usages.append(completion.usage)
+        state.usages.extend(completion.attempts)
         step = completion.output.step
         child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
 
@@ -178,7 +174,7 @@ async def run_agent(
             state.messages.append(ChatMessage(role="tool", name=call.name, content=result.text))
 
 
-async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn) -> None:
+async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn | None) -> None:
     if progress is None:
         return
     seen: list[str] = []

@@ -25,18 +25,12 @@ from agent.prefilter import (
     starts_like_followup,
 )
 from agent.prompts import PromptSet
-from agent.providers.base import Completion, ProviderError, Usage
-from agent.steps import RouterDecision
+from agent.providers.base import Model, ProviderError, Usage
+from agent.steps import RouteName, RouterDecision
 from agent.tools.base import ToolResult
 from agent.tracing import NOOP, Span
 
 log = logging.getLogger(__name__)
-
-
-class Model(Protocol):
-    """What the router and the loop need from a provider chain (agent.providers.chain.ModelChain)."""
-
-    async def complete(self, messages: list[ChatMessage], response_model: type) -> Completion: ...
 
 
 # Runs get_formatted_context for a query (fused with the `also` (query, weight) searches);
@@ -63,12 +57,12 @@ class TopicJudge(Protocol):
 
     async def protected(self, text: str) -> str | None: ...
 
-    async def judge(self, text: str, kb_best: float | None) -> Any: ...
+    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False) -> Any: ...
 
 
 @dataclass
 class Route:
-    route: str
+    route: RouteName
     query: str
     decided_by: str  # prefilter | model | heuristic
     reason: str = ""
@@ -77,7 +71,7 @@ class Route:
     prefetch: ToolResult | None = None  # knowledge context already retrieved for `query`
     best_score: float | None = None
     also: list[tuple[str, float]] = field(default_factory=list)  # searches fused with `query`
-    usages: list[Usage] = field(default_factory=list)
+    usages: list[Usage] = field(default_factory=list)  # every router-model attempt, failed ones too
 
     @property
     def llm_calls(self) -> int:
@@ -85,9 +79,7 @@ class Route:
 
 
 def best_dense_score(result: ToolResult | None) -> float | None:
-    if result is None or not isinstance(result.data, list):
-        return None
-    scores = [p.get("dense_score") for p in result.data if isinstance(p, dict) and p.get("dense_score") is not None]
+    scores = [p.dense_score for p in (result.passages if result else []) if p.dense_score is not None]
     return max(scores) if scores else None
 
 
@@ -109,8 +101,9 @@ class Router:
         rules = classify_rules(text, history, self.domain_words)
         if rules.route is not None:
             return self._from_prefilter(rules, text, history)
+        spent: list[Usage] = []
         if self.model is not None and (rules.followup or self.model_first):
-            decided = await self._ask_model(text, history, span)
+            decided, spent = await self._ask_model(text, history, span)
             if decided is not None:
                 return decided
         # In a thread, always search the message alone AND in the thread's context, fused: no
@@ -118,11 +111,12 @@ class Router:
         contextual = heuristic_rewrite(text, history) if previous_user_messages(history) else text
         also = [(contextual, context_weight(text))] if contextual != text else []
         if rules.followup and looks_like_facility_search(contextual, self.domain_words):
-            return Route("facility", contextual, "heuristic", "follow-up of a facility search", rewritten=True)
+            return Route("facility", contextual, "heuristic", "follow-up of a facility search", rewritten=True,
+                         usages=spent)
         if rules.followup:  # "and for two-parent families?": never refused, it leans on the thread
             prefetch = await self.context(text, also=also) if also else await self.context(text)
             return Route("knowledge", text, "heuristic", "follow-up searched with its thread", prefetch=prefetch,
-                         best_score=best_dense_score(prefetch), also=also, rewritten=bool(also))
+                         best_score=best_dense_score(prefetch), also=also, rewritten=bool(also), usages=spent)
         alone = await self.context(text)
         best = best_dense_score(alone)
         # In a thread, only a message that is off-topic by a wide margin on its own is refused
@@ -141,13 +135,13 @@ class Router:
             return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best, also=also,
                          rewritten=bool(also))
         if self.model is not None:
-            decided = await self._ask_model(text, history, span, prefetch=None if also else prefetch)
+            decided, spent = await self._ask_model(text, history, span, prefetch=None if also else prefetch)
             if decided is not None:
                 decided.best_score = best
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about.
         return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch,
-                     best_score=best, also=also, rewritten=bool(also))
+                     best_score=best, also=also, rewritten=bool(also), usages=spent)
 
     def _from_prefilter(self, rules: PrefilterVerdict, text: str, history: list[ChatMessage]) -> Route:
         query = text
@@ -157,7 +151,8 @@ class Router:
         return Route(rules.route or "knowledge", query, "prefilter", rules.reason, rewritten=rewritten)
 
     async def _ask_model(self, text: str, history: list[ChatMessage], span: Span,
-                         prefetch: ToolResult | None = None) -> Route | None:
+                         prefetch: ToolResult | None = None) -> tuple[Route | None, list[Usage]]:
+        """The model's route (None when it failed) and the attempts it took."""
         prompt = self.prompts.render(
             "router",
             domain=self.domain,
@@ -173,15 +168,15 @@ class Router:
             # The router is an optimisation: when it fails, the pre-filter heuristics still route.
             log.warning("router model failed (%s); using the pre-filter heuristics", type(exc).__name__)
             child.end(error=str(exc))
-            return None
+            return None, exc.attempts
         decision: RouterDecision = completion.output
         child.end({"route": decision.route, "search_query": decision.search_query, "usage": completion.usage.model_dump()})
         query = (decision.search_query or "").strip() or text
         route = Route(decision.route, query, "model", "router model", rewritten=query != text,
-                      clarification=decision.clarification, usages=[completion.usage])
+                      clarification=decision.clarification, usages=completion.attempts)
         if decision.route == "knowledge" and self.prefetch:
             route.prefetch = prefetch if (prefetch is not None and query == text) else await self.context(query)
-        return route
+        return route, completion.attempts
 
 
 def describe(route: Route) -> dict[str, Any]:

@@ -6,8 +6,6 @@ sees exactly what a model would have been given.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.prompts import PromptSet
 from agent.tools.base import ToolResult
 
@@ -24,16 +22,14 @@ def _excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
 
 
 def knowledge_answer(result: ToolResult | None, prompts: PromptSet) -> str:
-    passages: list[dict[str, Any]] = result.data if result is not None and isinstance(result.data, list) else []
-    if not passages:
+    if result is None or not result.passages:
         return prompts.render("search_only_empty")
-    weak = result is not None and result.weak_evidence
-    lines = [prompts.render("search_only_weak" if weak else "search_only_header")]
-    for i, p in enumerate(passages[:MAX_PASSAGES], start=1):
-        where = p.get("title") or p.get("source", "")
-        if p.get("section"):
-            where += f" — {p['section']}"
-        lines.append(f"\n{i}. {_excerpt(p.get('text', ''))}\n   (source: {where})")
+    lines = [prompts.render("search_only_weak" if result.weak_evidence else "search_only_header")]
+    for i, p in enumerate(result.passages[:MAX_PASSAGES], start=1):
+        where = p.title or p.source
+        if p.section:
+            where += f" — {p.section}"
+        lines.append(f"\n{i}. {_excerpt(p.text)}\n   (source: {where})")
     return "\n".join(lines)
 
 

@@ -12,13 +12,14 @@ Three configurations of the same `Askdesk.answer`:
   router+prefetch     the router model is asked for every message, then prefetch + agent
   router, no prefetch the classic router -> agent decides to search -> agent answers loop
 
-1. Sequential LLM round-trips per knowledge answer (scripted in-process model).
-2. Agent overhead per turn: wall time minus model time minus retrieval time (the scripted
+1. Sequential LLM round-trips per knowledge answer (in-process FunctionModel).
+2. Agent overhead per turn: wall time minus model time minus retrieval time (the function
    model answers instantly; retrieval results of the warm-up pass are replayed, so what is
    left is the agent's own work). Includes routing rules, prompt rendering, step handling,
    SQLite memory read + write, the tracing no-op.
-3. End-to-end `ask` latency through the real openai SDK against the fake LLM server that
-   sleeps `--latency` s per call (shows that model round-trips are the critical path).
+3. End-to-end `ask` latency through the real openai SDK against a local stand-in endpoint
+   (bench/openai_stub.py) that sleeps `--latency` s per call (shows that model round-trips
+   are the critical path).
 """
 
 from __future__ import annotations
@@ -34,17 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from openai_stub import OpenAIStub
+
+import agent.tools.formatted_context as formatted_context
+from agent.config import Settings
+from agent.knowledge.ingest import ingest
+from agent.memory import SQLiteConversationStore
+from agent.messages import ChatMessage
+from agent.providers.function import FunctionModel
+from agent.runtime import Runtime
+from agent.service import Askdesk, AskRequest, ServiceModels
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from agent.config import Settings  # noqa: E402
-from agent.memory import SQLiteConversationStore  # noqa: E402
-from agent.providers.base import Completion, Usage  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
-from agent.service import Askdesk, AskRequest, ServiceModels  # noqa: E402
-from agent.steps import AgentStep, RouterDecision  # noqa: E402
-import agent.tools.formatted_context as formatted_context  # noqa: E402
 
 KB = ROOT / "examples" / "texas-childcare" / "kb"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
@@ -69,25 +71,10 @@ def scripted_reply(kind: str, text: str, has_evidence: bool) -> dict[str, Any]:
     return {"step": {"kind": "tool_calls", "calls": [{"name": "get_formatted_context", "arguments": {"query": "q"}}]}}
 
 
-class ScriptedModel:
-    """In-process model: instant, counts calls and the time spent 'in the model'."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.seconds = 0.0
-
-    async def complete(self, messages, response_model, *, calls: list[Usage] | None = None) -> Completion:
-        started = time.perf_counter()
-        self.calls += 1
-        text = "\n".join(m.content for m in messages)
-        evidence = "Results already retrieved" in messages[0].content or any(m.role == "tool" for m in messages)
-        reply = scripted_reply(response_model.__name__, messages[-1].content, evidence)
-        output = response_model.model_validate(reply)
-        usage = Usage(provider="scripted", model="m", input_tokens=len(text) // 4)
-        if calls is not None:
-            calls.append(usage)
-        self.seconds += time.perf_counter() - started
-        return Completion(output=output, usage=usage)
+def well_behaved(messages: list[ChatMessage], response_model: type) -> dict[str, Any]:
+    """The FunctionModel's function: `scripted_reply` for the messages a model is sent."""
+    evidence = "Results already retrieved" in messages[0].content or any(m.role == "tool" for m in messages)
+    return scripted_reply(response_model.__name__, messages[-1].content, evidence)
 
 
 class RetrievalClock:
@@ -127,8 +114,6 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def prepare(settings: Settings) -> Runtime:
-    from agent.knowledge.ingest import ingest
-
     runtime = Runtime.open(settings)
     started = time.perf_counter()
     report = await ingest(runtime, [KB])
@@ -143,7 +128,7 @@ async def bench_inprocess(runtime: Runtime, questions: list[str], reps: int) -> 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, options in CONFIGS.items():
-            model = ScriptedModel()
+            model = FunctionModel(well_behaved)
             settings = runtime.settings.model_copy(update={"data_dir": Path(tmp) / name})
             service = Askdesk(settings, runtime, store=SQLiteConversationStore(Path(tmp) / f"{name}.sqlite"),
                               models=ServiceModels(router=model, agent=model, notice=None), **options)
@@ -152,16 +137,17 @@ async def bench_inprocess(runtime: Runtime, questions: list[str], reps: int) -> 
             routes: dict[str, int] = {}
             for rep in range(reps + 1):  # rep 0 warms caches and is not recorded
                 for i, question in enumerate(questions):
-                    model.seconds = clock.seconds = 0.0
-                    before = model.calls
+                    clock.seconds = 0.0
+                    before = len(model.calls)
                     started = time.perf_counter()
                     result = await service.answer(AskRequest(text=question, surface="bench", thread_id=f"{rep}-{i}"))
                     wall = time.perf_counter() - started
                     if rep == 0:
                         continue
                     routes[result.route] = routes.get(result.route, 0) + 1
-                    calls.append(model.calls - before)
-                    overhead.append((wall - model.seconds - clock.seconds) * 1000)
+                    calls.append(len(model.calls) - before)
+                    in_model = sum(c.usage.latency_ms for c in model.calls[before:] if c.usage) / 1000
+                    overhead.append((wall - in_model - clock.seconds) * 1000)
             await service.close()
             rows.append((name, statistics.mean(calls), max(calls), pct(overhead, 0.5), pct(overhead, 0.95), routes))
     formatted_context.get_formatted_context = clock._original
@@ -169,20 +155,15 @@ async def bench_inprocess(runtime: Runtime, questions: list[str], reps: int) -> 
 
 
 async def bench_e2e(runtime: Runtime, questions: list[str], latency: float) -> list[tuple]:
-    from tests.fakes import FakeLLMServer
-    from tests.fakes.llm_server import _openai_tool_name
-
-    def reply(rec) -> dict:
-        kind = _openai_tool_name(rec.body) or "AgentStep"
-        messages = rec.body.get("messages") or []
-        evidence = "Results already retrieved" in (messages[0].get("content") or "") or "tool_result" in rec.text
+    def reply(kind: str, messages: list[dict[str, Any]]) -> dict:
+        evidence = ("Results already retrieved" in (messages[0].get("content") or "")
+                    or any("tool_result" in str(m.get("content")) for m in messages))
         return scripted_reply(kind, messages[-1].get("content") or "", evidence)
 
     clock = RetrievalClock()
     clock.install()
     rows = []
-    with FakeLLMServer(latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
-        server.script_default("openai", reply)
+    with OpenAIStub(reply, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
         os.environ.update(server.env())
         for name, options in CONFIGS.items():
             settings = runtime.settings.model_copy(update={

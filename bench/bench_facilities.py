@@ -29,17 +29,17 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from agent.config import Settings
+from agent.facilities.ingest import ingest_parsed
+from agent.facilities.places import forget_places, known_places
+from agent.facilities.query_parser import parse_facility_query
+from agent.facilities.registry import GeoPoint as Point
+from agent.facilities.registry import ParsedRegistry, parse_registry
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
+from agent.runtime import Runtime
 
-from agent.config import Settings  # noqa: E402
-from agent.facilities.ingest import ingest_parsed  # noqa: E402
-from agent.facilities.places import forget_places, known_places  # noqa: E402
-from agent.facilities.query_parser import parse_facility_query  # noqa: E402
-from agent.facilities.registry import GeoPoint as Point  # noqa: E402
-from agent.facilities.registry import ParsedRegistry, parse_registry  # noqa: E402
-from agent.facilities.search import FacilitySearchArgs, search_facilities  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE = ROOT / "examples" / "texas-childcare" / "facilities.csv"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"

@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from agent.config import Settings
+from agent.knowledge.ingest import ingest
+from agent.runtime import Runtime
 
-from agent.config import Settings  # noqa: E402
-from agent.knowledge.ingest import ingest  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
 

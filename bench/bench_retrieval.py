@@ -24,13 +24,12 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from agent.config import Settings
+from agent.evaluation.retrieval import rank_items, score
+from agent.knowledge.ingest import ingest
+from agent.runtime import Runtime
 
-from agent.config import Settings  # noqa: E402
-from agent.evaluation.retrieval import rank_items, score  # noqa: E402
-from agent.knowledge.ingest import ingest  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"

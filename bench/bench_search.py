@@ -28,18 +28,17 @@ import numpy as np
 import yaml
 from qdrant_client import AsyncQdrantClient, models
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from agent.config import Settings
+from agent.knowledge import search as search_module
+from agent.knowledge.chunking import chunk_document
+from agent.knowledge.ingest import ingest
+from agent.knowledge.loaders import load_document
+from agent.knowledge.search import search
+from agent.knowledge.sparse import bm25_document, bm25_query
+from agent.knowledge.store import DENSE, SPARSE
+from agent.runtime import Runtime
 
-from agent.config import Settings  # noqa: E402
-from agent.knowledge import search as search_module  # noqa: E402
-from agent.knowledge.chunking import chunk_document  # noqa: E402
-from agent.knowledge.ingest import ingest  # noqa: E402
-from agent.knowledge.loaders import load_document  # noqa: E402
-from agent.knowledge.search import search  # noqa: E402
-from agent.knowledge.sparse import bm25_document, bm25_query  # noqa: E402
-from agent.knowledge.store import DENSE, SPARSE  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"

@@ -1,4 +1,4 @@
-"""The agent loop with a scripted in-test model and in-test tools (no KB, no HTTP).
+"""The agent loop with the package's ScriptedModel and in-test tools (no KB, no HTTP).
 
 The provider end of the loop is covered through the real SDKs in test_agent_service.py;
 here the loop's own rules: tool results go back, parallel calls really overlap, errors are
@@ -15,29 +15,16 @@ from pydantic import BaseModel
 from agent.loop import Prefetched, resolve_references, run_agent
 from agent.messages import ChatMessage
 from agent.prompts import default_prompts
-from agent.providers.base import Completion, Usage
+from agent.providers.base import ProviderError, Usage
+from agent.providers.function import ScriptedModel
 from agent.references import Reference
 from agent.steps import AgentStep, Citation
 from agent.tools.base import Tool, ToolRegistry, ToolResult
 
 
-class ScriptedModel:
-    """Returns the scripted steps in order and records what it was sent."""
-
-    def __init__(self, *steps: dict):
-        self.steps = list(steps)
-        self.seen: list[list[ChatMessage]] = []
-
-    async def complete(self, messages, response_model):
-        assert response_model is AgentStep
-        self.seen.append(list(messages))
-        if not self.steps:
-            raise AssertionError("model called more often than scripted")
-        return Completion[AgentStep](output=AgentStep.model_validate({"step": self.steps.pop(0)}),
-                                     usage=Usage(provider="scripted", model="m"))
-
-    def assert_complete(self):
-        assert not self.steps, f"unused scripted steps: {self.steps}"
+def seen(model: ScriptedModel) -> list[list[ChatMessage]]:
+    """The messages of every call the model got."""
+    return [call.messages for call in model.calls]
 
 
 class LookupArgs(BaseModel):
@@ -67,11 +54,11 @@ def make_registry(log: list[str] | None = None, *, barrier: asyncio.Barrier | No
 
 
 def tool_calls(*calls: tuple[str, dict]) -> dict:
-    return {"kind": "tool_calls", "calls": [{"name": n, "arguments": a} for n, a in calls]}
+    return {"step": {"kind": "tool_calls", "calls": [{"name": n, "arguments": a} for n, a in calls]}}
 
 
 def final(answer: str, refs: list[dict] | None = None, confidence: float = 0.8) -> dict:
-    return {"kind": "final_answer", "answer": answer, "references": refs or [], "confidence": confidence}
+    return {"step": {"kind": "final_answer", "answer": answer, "references": refs or [], "confidence": confidence}}
 
 
 async def run(model, registry, *, prefetched=(), max_iterations=3, progress=None, history=()):
@@ -89,12 +76,12 @@ async def test_tool_call_result_goes_back_then_final_answer():
         lines.append(line)
 
     result = await run(model, make_registry(), progress=progress)
-    model.assert_complete()
+    model.assert_done()
     assert result.answer == "Alpha it is."
     assert [r.source for r in result.references] == ["alpha.md"]
     assert result.tool_calls == ["lookup"]
     assert lines == ["Looking up…"]
-    second_call = model.seen[1]
+    second_call = seen(model)[1]
     assert second_call[-1].role == "tool" and second_call[-1].name == "lookup"
     assert "RESULT for alpha" in second_call[-1].content
     assert second_call[-2].role == "assistant" and '"lookup"' in second_call[-2].content
@@ -106,9 +93,9 @@ async def test_prefetched_result_is_in_the_first_prompt_and_answer_needs_one_cal
                                 references=[Reference(source="kb.md", section="Intro")]))
     model = ScriptedModel(final("From the docs.", [{"source": "kb.md", "section": "Intro"}]))
     result = await run(model, make_registry(), prefetched=[pre])
-    model.assert_complete()
-    assert len(model.seen) == 1
-    assert "PREFETCHED FACT" in model.seen[0][0].content  # system prompt carries the prefetch
+    model.assert_done()
+    assert len(model.calls) == 1
+    assert "PREFETCHED FACT" in seen(model)[0][0].content  # system prompt carries the prefetch
     assert result.references == [Reference(source="kb.md", section="Intro")]
     assert result.tool_calls == ["get_formatted_context"]
 
@@ -118,9 +105,9 @@ async def test_parallel_tool_calls_overlap():
     barrier = asyncio.Barrier(2)  # deadlocks (times out) if the two calls ran one after the other
     model = ScriptedModel(tool_calls(("lookup", {"query": "a"}), ("lookup", {"query": "b"})), final("done"))
     result = await run(model, make_registry(log, barrier=barrier))
-    model.assert_complete()
+    model.assert_done()
     assert log[:2] == ["start a", "start b"]
-    tool_messages = [m for m in model.seen[1] if m.role == "tool"]
+    tool_messages = [m for m in seen(model)[1] if m.role == "tool"]
     assert [m.content for m in tool_messages] == ["RESULT for a", "RESULT for b"]
     assert result.tool_calls == ["lookup", "lookup"]
 
@@ -131,8 +118,8 @@ async def test_tool_errors_are_fed_back_as_text():
         final("Sorry, the tools failed."),
     )
     result = await run(model, make_registry())
-    model.assert_complete()
-    texts = [m.content for m in model.seen[1] if m.role == "tool"]
+    model.assert_done()
+    texts = [m.content for m in seen(model)[1] if m.role == "tool"]
     assert texts[0].startswith("ERROR: Unknown tool 'nope'") and "lookup" in texts[0]
     assert texts[1].startswith("ERROR: invalid arguments for lookup") and "query" in texts[1]
     assert texts[2].startswith("ERROR: tool broken failed") and "backend exploded" in texts[2]
@@ -142,20 +129,29 @@ async def test_tool_errors_are_fed_back_as_text():
 async def test_iteration_cap_stops_with_a_clear_message_and_keeps_sources():
     model = ScriptedModel(tool_calls(("lookup", {"query": "a"})), tool_calls(("lookup", {"query": "b"})))
     result = await run(model, make_registry(), max_iterations=2)
-    model.assert_complete()  # exactly two model calls, no third
+    model.assert_done()  # exactly two model calls, no third
     assert result.hit_cap
     assert result.answer == default_prompts().render("iteration_cap")
     assert {r.source for r in result.references} == {"a.md", "b.md"}
-    last_prompt = model.seen[-1][-1].content
+    last_prompt = seen(model)[-1][-1].content
     assert last_prompt == default_prompts().render("last_step")  # the last step asked for an answer
-    assert "last step" not in model.seen[0][-1].content
+    assert "last step" not in seen(model)[0][-1].content
+
+
+async def test_a_provider_failure_reports_every_model_call_of_the_run():
+    failed = Usage(provider="openai", model="m", error="HTTP 503")
+    model = ScriptedModel(tool_calls(("lookup", {"query": "a"})), ProviderError("HTTP 503", attempts=[failed]))
+    with pytest.raises(ProviderError) as err:
+        await run(model, make_registry())
+    first = model.calls[0].usage
+    assert err.value.attempts == [first, failed]  # the service counts both as the turn's llm_calls
 
 
 async def test_history_is_sent_between_system_and_question():
     history = [ChatMessage(role="user", content="earlier question"), ChatMessage(role="assistant", content="earlier answer")]
     model = ScriptedModel(final("ok"))
     await run(model, make_registry(), history=history)
-    sent = model.seen[0]
+    sent = seen(model)[0]
     assert [m.role for m in sent] == ["system", "user", "assistant", "user"]
     assert sent[1].content == "earlier question" and sent[-1].content == "q?"
 

@@ -7,7 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from agent.facilities.ingest import ingest_facilities
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_FACILITIES
 

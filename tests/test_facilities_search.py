@@ -20,7 +20,8 @@ from agent.config import Settings
 from agent.evaluation import facility as facility_eval
 from agent.facilities.command import USAGE, run_facility_command
 from agent.facilities.ingest import ingest_facilities
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
 from agent.tools.search_facilities import make_tool
@@ -238,7 +239,7 @@ async def test_tool_contract(registry):
     tools = ToolRegistry()
     tools.register(tool)
     result = await tools.run("search_facilities", {"ages": ["infant"], "near": "78702", "radius_miles": 10})
-    assert len(result.data) == 6 and result.data[0]["operation_number"] == "139"
+    assert len(result.facilities) == 6 and result.facilities[0].operation_number == "139"
     assert result.references[0].source == "facilities.csv"
     assert result.references[0].title == "Ebenezer Child Development Center"
     assert "0.9 mi" in result.text and "6 match(es)" in result.text
@@ -345,6 +346,6 @@ async def test_tool_takes_days_and_rejects_bad_ones(registry):
     schema = make_tool(registry).schema()["parameters"]["properties"]["days"]
     assert "ALL" in schema["description"]
     result = await tools.run("search_facilities", {"days": ["saturday"], "city": "Dallas"})
-    assert result.data == [] and "open Sat" in result.text
+    assert result.facilities == [] and "open Sat" in result.text
     bad = await tools.run("search_facilities", {"days": ["Funday"]})
     assert bad.text.startswith("ERROR: invalid arguments")

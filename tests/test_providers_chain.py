@@ -1,4 +1,4 @@
-"""ModelChain: fallback order, skipping unconfigured providers, and the per-call log."""
+"""ModelChain: fallback order, skipping unconfigured providers, and every attempt's usage."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from agent.config import Settings
 from agent.messages import ChatMessage
-from agent.providers.base import ProviderError, ProviderNotConfigured, Usage
+from agent.providers.base import ProviderError, ProviderNotConfigured
 from agent.providers.chain import ModelChain
 from tests.fakes.llm_models import FINAL, FinalAnswer, Step
 
@@ -17,15 +17,15 @@ async def test_500s_on_primary_fall_back_to_next_provider(llm_server):
     llm_server.script_error("openai", 500, times=3)
     llm_server.script("groq", FINAL, input_tokens=50, output_tokens=12)
     chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"], max_retries=2)
-    turn: list[Usage] = []
 
-    completion = await chain.complete(MESSAGES, Step, calls=turn)
+    completion = await chain.complete(MESSAGES, Step)
 
     assert isinstance(completion.output.step, FinalAnswer)
     assert (completion.usage.provider, completion.usage.model) == ("groq", "llama-3.3-70b-versatile")
-    assert [(u.provider, u.requests, u.error is not None) for u in turn] == [("openai", 3, True), ("groq", 1, False)]
-    assert "HTTP 500" in turn[0].error
-    assert chain.calls == turn
+    attempts = completion.attempts
+    assert [(u.provider, u.requests, u.error is not None) for u in attempts] == [("openai", 3, True), ("groq", 1, False)]
+    assert "HTTP 500" in attempts[0].error
+    assert attempts[-1] == completion.usage
     assert [r.provider for r in llm_server.requests] == ["openai"] * 3 + ["groq"]
 
 
@@ -35,7 +35,7 @@ async def test_timeout_falls_back_to_gemini(llm_server):
     chain = ModelChain(["groq/llama-3.1-8b-instant", "gemini/gemini-2.5-flash"], timeout=1.0, max_retries=0)
     completion = await chain.complete(MESSAGES, Step)
     assert completion.usage.provider == "gemini"
-    assert "within 1" in chain.calls[0].error
+    assert "within 1" in completion.attempts[0].error
 
 
 async def test_401_is_raised_without_fallback(llm_server):
@@ -44,6 +44,7 @@ async def test_401_is_raised_without_fallback(llm_server):
     with pytest.raises(ProviderError, match="HTTP 401") as err:
         await chain.complete(MESSAGES, Step)
     assert not err.value.retryable
+    assert [u.provider for u in err.value.attempts] == ["openai"]
     assert llm_server.requests_for("groq") == []
 
 
@@ -64,7 +65,7 @@ async def test_every_model_failing_raises_one_error_naming_each(llm_server):
         await chain.complete(MESSAGES, Step)
     assert err.value.retryable
     assert "openai/a: openai answered HTTP 503" in str(err.value) and "groq/b: groq answered HTTP 429" in str(err.value)
-    assert len(chain.calls) == 2
+    assert [u.provider for u in err.value.attempts] == ["openai", "groq"]
 
 
 async def test_no_provider_configured():

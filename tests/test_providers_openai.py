@@ -68,7 +68,7 @@ async def test_invalid_output_every_time_is_a_retryable_error(llm_server):
         await OpenAIProvider().complete(MESSAGES, Step, model="m", max_retries=1)
     assert err.value.retryable
     assert "does not fit the expected structure" in str(err.value)
-    assert err.value.usage.requests == 2
+    assert err.value.attempts[0].requests == 2
 
 
 async def test_429_then_success_is_retried(llm_server):

@@ -11,9 +11,10 @@ from agent.messages import ChatMessage
 from agent.prefilter import classify_rules, classify_similarity, heuristic_rewrite, is_followup
 from agent.topicality import TopicVerdict
 from agent.prompts import default_prompts
-from agent.providers.base import Completion, ProviderError, Usage
+from agent.knowledge.search import Passage
+from agent.providers.base import ProviderError, Usage
+from agent.providers.function import ScriptedModel
 from agent.router import Router
-from agent.steps import RouterDecision
 from agent.tools.base import ToolResult
 from tests.conftest import DEV_EVAL, REPO
 
@@ -115,21 +116,13 @@ class StubSearch:
         self.also.append(list(also))
         if self.score is None:
             return None
-        return ToolResult(text=f"docs for {query}", data=[{"text": "t", "dense_score": self.score}])
+        passage = Passage(text="t", source="kb.md", score=self.score, dense_score=self.score)
+        return ToolResult(text=f"docs for {query}", passages=[passage])
 
 
-class ScriptedRouterModel:
-    def __init__(self, *decisions: dict | Exception):
-        self.decisions = list(decisions)
-        self.prompts: list[str] = []
-
-    async def complete(self, messages, response_model):
-        assert response_model is RouterDecision
-        self.prompts.append(messages[-1].content)
-        item = self.decisions.pop(0)
-        if isinstance(item, Exception):
-            raise item
-        return Completion[RouterDecision](output=RouterDecision(**item), usage=Usage(provider="s", model="r"))
+def prompts_of(model: ScriptedModel) -> list[str]:
+    """What the router model was asked, call by call."""
+    return [call.messages[-1].content for call in model.calls]
 
 
 class ScriptedJudge:
@@ -153,7 +146,7 @@ def router(search, model=None, judge=None) -> Router:
 
 
 async def test_clear_cases_never_call_the_router_model():
-    model = ScriptedRouterModel()  # any call would fail: nothing scripted
+    model = ScriptedModel()  # any call would fail: nothing scripted
     search = StubSearch(0.93)
     r = router(search, model)
     assert (await r.route("who won the Red River Showdown last year?", [])).route == "offtopic"
@@ -167,7 +160,7 @@ async def test_clear_cases_never_call_the_router_model():
 
 
 async def test_grey_zone_goes_to_the_router_model_which_can_refuse():
-    model = ScriptedRouterModel({"route": "offtopic"})
+    model = ScriptedModel({"route": "offtopic"})
     decided = await router(StubSearch(0.84), model).route("what should I eat tonight?", [])
     assert decided.route == "offtopic" and decided.decided_by == "model" and decided.llm_calls == 1
 
@@ -179,22 +172,24 @@ async def test_grey_zone_without_a_model_is_answered_not_refused():
 
 async def test_followup_is_rewritten_by_the_router_model_and_prefetched_with_the_rewrite():
     rewritten = "minimum weekly work or school hours for two-parent families to qualify for CCS"
-    model = ScriptedRouterModel({"route": "knowledge", "search_query": rewritten})
+    model = ScriptedModel({"route": "knowledge", "search_query": rewritten})
     search = StubSearch(0.9)
     history = [user("min hrs per week a single parent has to work or be in school to qualify?"),
                ChatMessage(role="assistant", content="25 hours a week.")]
     decided = await router(search, model).route("and for two-parent families?", history)
     assert decided.route == "knowledge" and decided.rewritten and decided.query == rewritten
     assert search.queries == [rewritten]  # one search, with the rewritten query
-    assert "single parent" in model.prompts[0] and "25 hours a week." in model.prompts[0]
+    assert "single parent" in prompts_of(model)[0] and "25 hours a week." in prompts_of(model)[0]
 
 
 async def test_router_model_failure_falls_back_to_the_fused_search():
-    model = ScriptedRouterModel(ProviderError("groq answered HTTP 503", provider="groq"))
+    failed = Usage(provider="groq", model="llama", error="HTTP 503")
+    model = ScriptedModel(ProviderError("groq answered HTTP 503", provider="groq", attempts=[failed]))
     history = [user("when does the CCS payment for Aug 11-24 2025 services get issued?")]
     search = StubSearch(0.9)
     decided = await router(search, model).route("what about the june 16-29 period?", history)
     assert decided.route == "knowledge" and decided.decided_by == "heuristic"
+    assert decided.usages == [failed]  # the failed call still counts for the turn
     # the message alone, fused with the message in the thread's context
     assert decided.query == "what about the june 16-29 period?"
     ((contextual, weight),) = decided.also
@@ -228,7 +223,7 @@ async def test_an_offtopic_message_inside_a_thread_is_still_refused():
 
 
 async def test_router_model_asks_one_clarifying_question():
-    model = ScriptedRouterModel({"route": "clarify", "clarification": "Which year's chart?"})
+    model = ScriptedModel({"route": "clarify", "clarification": "Which year's chart?"})
     decided = await router(StubSearch(0.85), model).route("what's the chart say", [])
     assert decided.route == "clarify" and decided.clarification == "Which year's chart?"
 

@@ -85,10 +85,10 @@ def test_feedback_value_fits_slack_button_limit():
 
 def test_facility_blocks_are_compact_and_shareable():
     from agent.facilities.command import FacilityCommandResult
-    from agent.facilities.search import FacilityHit, FacilityResults
+    from agent.facilities.schema import FacilityHit, FacilityResults
 
     hits = [FacilityHit(operation_number=str(i), name=f"Center {i}", address="1 MAIN ST", city="AUSTIN",
-                        zip="78702", phone="512-555-0100", ages=["Infant", "Toddler"], distance_miles=1.234 * i)
+                        zip="78702", phone="512-555-0100", ages=["infant", "toddler"], distance_miles=1.234 * i)
             for i in range(12)]
     result = FacilityCommandResult(text="infant care near 78702", summary="infant care · within 10 mi of 78702",
                                    results=FacilityResults(facilities=hits, total=30))

@@ -31,7 +31,7 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
             for turn_no, turn in enumerate(conv.get("turns") or [], start=1):
                 n += 1
                 question = str(turn["question"])
-                route = await service.router(None, []).route(question, history)
+                route = await service.router(None).route(question, history)
                 label = f"{conv['id']}#{turn_no}"
                 queries[label] = " || ".join([route.query, *(q for q, _ in route.also)])
                 searches = [(route.query, 1.0), *route.also]  # the router's fused searches (a follow-up in its thread)

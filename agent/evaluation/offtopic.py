@@ -20,7 +20,7 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
     refused = 0
     try:
         for item in items:
-            route = await service.router(None, []).route(str(item["question"]), [])
+            route = await service.router(None).route(str(item["question"]), [])
             if route.route == "offtopic":
                 refused += 1
             else:
@@ -28,7 +28,7 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
         on_topic = [q for q in eval_data.get("retrieval") or [] if q.get("question")]
         false_refusals = 0
         for item in on_topic:
-            route = await service.router(None, []).route(str(item["question"]), [])
+            route = await service.router(None).route(str(item["question"]), [])
             if route.route == "offtopic":
                 false_refusals += 1
                 failures.append(str(item["id"]))

@@ -10,8 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent.facilities.format import describe_args, format_hit
 from agent.facilities.query_parser import parse_with_registry
-from agent.facilities.search import FacilityResults, FacilitySearchArgs, describe_args, format_hit, search_facilities
+from agent.facilities.schema import FacilityResults, FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 
 MAX_COMMAND_CHARS = 500

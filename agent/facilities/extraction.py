@@ -10,20 +10,15 @@ parse as it was. Without a key nothing changes: `/facility` stays model-free.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
 
+from agent.facilities.format import describe_args
 from agent.facilities.query_parser import ParsedQuery
-from agent.facilities.search import FacilitySearchArgs, describe_args
+from agent.facilities.schema import FacilitySearchArgs
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet, default_prompts
-from agent.providers.base import ProviderError
+from agent.providers.base import Model, ProviderError
 
 log = logging.getLogger(__name__)
-
-
-class Model(Protocol):
-    async def complete(self, messages: list[ChatMessage], response_model: type) -> Any: ...
-
 
 async def fill_unplaced(model: Model | None, text: str, parsed: ParsedQuery,
                         prompts: PromptSet | None = None) -> ParsedQuery:

@@ -25,7 +25,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 
 from agent.facilities.geocode import KnownPlaces, state_index
 from agent.facilities.registry import norm_key, title_case
-from agent.facilities.search import FacilitySearchArgs
+from agent.facilities.schema import FacilitySearchArgs
 
 SEP = " | "  # what a recognised phrase leaves behind: stops phrases from joining across it
 FUZZY_CUTOFF = 0.8  # Damerau-Levenshtein similarity: one typo (swap, drop, extra) per five letters

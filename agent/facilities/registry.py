@@ -10,56 +10,27 @@ line number and skipped; the rest still load.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
-import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
-Age = Literal["infant", "toddler", "pre-k", "school"]
-AGES: tuple[str, ...] = ("infant", "toddler", "pre-k", "school")
-
-# Feature flags (Y/N columns). Order = display order.
-FLAGS: tuple[str, ...] = (
-    "after_school_care",
-    "special_needs",
-    "accredited",
-    "transportation",
-    "drop_in_care",
-    "part_time_care",
-    "pre_k",
-    "get_well_care",
-    "special_skills",
+from agent.facilities.facility import (  # noqa: F401  (Facility, FLAGS, GeoPoint, title_case: this module's API)
+    AGES,
+    FLAGS,
+    Facility,
+    GeoPoint,
+    csv_columns,
+    facility_point_id,
+    norm_key,
+    title_case,
 )
 
-# Facility field -> CSV header of the Texas DFPS registry (../shared/data/README.md).
-DEFAULT_COLUMNS: dict[str, str] = {
-    "operation_id": "operation_id",
-    "operation_number": "operation_number",
-    "operation_type": "operation_type",
-    "name": "name",
-    "address": "address",
-    "city": "city",
-    "zip": "zip",
-    "county": "county",
-    "phone": "phone",
-    "email": "email",
-    "website": "website",
-    "issuance_type": "issuance_type",
-    "ages": "ages_served",
-    "hours": "hours",
-    "days": "days",
-    "capacity": "capacity",
-    **{flag: flag for flag in FLAGS},
-    "last_modified": "last_modified",
-    "latitude": "latitude",
-    "longitude": "longitude",
-}
+# Facility field -> CSV header of the Texas DFPS registry, from the Facility model.
+DEFAULT_COLUMNS: dict[str, str] = csv_columns()
 REQUIRED_FIELDS = ("operation_number", "name")
 
 _TRUE = {"y", "yes", "true", "t", "1", "x"}
@@ -67,76 +38,6 @@ _FALSE = {"n", "no", "false", "f", "0", ""}
 _DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _AGE_WORDS = (("infant", "infant"), ("baby", "infant"), ("toddler", "toddler"),
               ("pre", "pre-k"), ("school", "school"))
-
-
-class GeoPoint(BaseModel):
-    lat: float
-    lon: float
-
-
-class Facility(BaseModel):
-    """One registry row, typed. `city_key`/`county_key`/`zip5` are the normalised filter keys."""
-
-    operation_number: str
-    name: str
-    operation_id: str = ""
-    operation_type: str = ""
-    address: str = ""
-    city: str = ""
-    zip: str = ""
-    county: str = ""
-    phone: str = ""
-    email: str = ""
-    website: str = ""
-    issuance_type: str = ""
-    ages: list[Age] = Field(default_factory=list)
-    hours: str = ""
-    open_minutes: int | None = None
-    close_minutes: int | None = None
-    days: list[str] = Field(default_factory=list)
-    capacity: int | None = None
-    after_school_care: bool = False
-    special_needs: bool = False
-    accredited: bool = False
-    transportation: bool = False
-    drop_in_care: bool = False
-    part_time_care: bool = False
-    pre_k: bool = False
-    get_well_care: bool = False
-    special_skills: bool = False
-    last_modified: str = ""
-    location: GeoPoint | None = None
-    extra: dict[str, str] = Field(default_factory=dict)
-
-    # filter keys, derived
-    city_key: str = ""
-    county_key: str = ""
-    zip5: str = ""
-
-    def features(self) -> list[str]:
-        return [flag for flag in FLAGS if getattr(self, flag)]
-
-    def description(self) -> str:
-        """Short text embedded for fuzzy name/description matches (name, place, services)."""
-        ages = ", ".join(self.ages)
-        services = ", ".join(f.replace("_", " ") for f in self.features())
-        parts = [self.name, f"{title_case(self.city)}, {title_case(self.county)} County"]
-        if ages:
-            parts.append(f"ages: {ages}")
-        if services:
-            parts.append(f"services: {services}")
-        return ". ".join(parts)
-
-    def point_id(self) -> str:
-        return facility_point_id(self.operation_number)
-
-    def content_hash(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
-
-
-def facility_point_id(operation_number: str) -> str:
-    """Deterministic point id: re-ingesting the same registry overwrites, never duplicates."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"askdesk-facility:{operation_number}"))
 
 
 @dataclass
@@ -162,17 +63,6 @@ class RegistryFormatError(ValueError):
 
 
 # --- value parsers ------------------------------------------------------------------
-
-
-def norm_key(text: str) -> str:
-    """Filter key for a city/county name: lower case, single spaces, no trailing 'county'."""
-    text = re.sub(r"[^\w\s'-]", " ", text.lower())
-    text = re.sub(r"\s+", " ", text).strip()
-    return re.sub(r"\s+county$", "", text)
-
-
-def title_case(text: str) -> str:
-    return " ".join(w.capitalize() for w in text.split())
 
 
 def parse_bool(value: str) -> bool:
@@ -285,6 +175,10 @@ def parse_date(value: str) -> str:
 
 # --- rows -> facilities -------------------------------------------------------------
 
+_PARSERS = {"ages": parse_ages, "days": parse_days, "capacity": parse_int, "last_modified": parse_date,
+            **{flag: parse_bool for flag in FLAGS}}
+
+
 
 def column_map(overrides: dict[str, str] | None = None) -> dict[str, str]:
     unknown = set(overrides or {}) - set(DEFAULT_COLUMNS)
@@ -300,32 +194,25 @@ def facility_from_row(row: dict[str, str], columns: dict[str, str]) -> Facility:
         header = columns[name]
         return (row.get(header) or "").strip()
 
-    values: dict[str, object] = {}
-    for name in REQUIRED_FIELDS:
-        if not get(name):
-            raise ValueError(f"missing {columns[name]!r}")
-    for name in ("operation_id", "operation_number", "operation_type", "name", "address", "city", "county",
-                 "phone", "email", "website", "issuance_type"):
-        values[name] = get(name)
-    values["zip"] = get("zip")
-    zip5 = re.match(r"\d{5}", values["zip"])  # type: ignore[arg-type]
-    if values["zip"] and not zip5:
-        raise ValueError(f"bad zip code {values['zip']!r}")
-    values["zip5"] = zip5.group(0) if zip5 else ""
     def typed(name: str, parse, *raw: str):
         try:
             return parse(*raw)
         except ValueError as exc:
             raise ValueError(f"{columns[name]}: {exc}") from None
 
-    values["ages"] = typed("ages", parse_ages, get("ages"))
-    values["hours"] = get("hours")
+    for name in REQUIRED_FIELDS:
+        if not get(name):
+            raise ValueError(f"missing {columns[name]!r}")
+    values: dict[str, object] = {}
+    for name in Facility.model_fields:
+        if name in DEFAULT_COLUMNS:  # read from a column: typed when it has a parser, else text
+            parse = _PARSERS.get(name)
+            values[name] = typed(name, parse, get(name)) if parse else get(name)
+    zip5 = re.match(r"\d{5}", get("zip"))
+    if get("zip") and not zip5:
+        raise ValueError(f"bad zip code {get('zip')!r}")
+    values["zip5"] = zip5.group(0) if zip5 else ""
     values["open_minutes"], values["close_minutes"] = typed("hours", parse_hours, get("hours"))
-    values["days"] = typed("days", parse_days, get("days"))
-    values["capacity"] = typed("capacity", parse_int, get("capacity"))
-    for flag in FLAGS:
-        values[flag] = typed(flag, parse_bool, get(flag))
-    values["last_modified"] = typed("last_modified", parse_date, get("last_modified"))
     values["location"] = typed("latitude", parse_location, get("latitude"), get("longitude"))
     values["city_key"] = norm_key(str(values["city"]))
     values["county_key"] = norm_key(str(values["county"]))

@@ -1,14 +1,19 @@
-"""The narrow provider protocol: one structured completion per call.
+"""The two model protocols: `Model` (what the router and the loop call) and `Provider`.
 
-Every provider module (openai, groq, gemini, compatible) implements `Provider` through
-`instructor`; the agent loop and the router only ever see this protocol.
+`Model.complete(messages, response_model) -> Completion` is the one interface the agent
+uses; `ModelChain` (fallbacks) and `FunctionModel` (tests, benchmarks) implement it. Every
+provider module (openai, groq, gemini, compatible) implements `Provider` through
+`instructor`, which takes the concrete model name; a chain turns providers into a `Model`.
+A completion carries the usage of every attempt behind it (failed fallbacks included), and
+a `ProviderError` carries the attempts that failed, so a turn counts its calls from what
+it got back.
 """
 
 from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from agent.messages import ChatMessage
 
@@ -30,18 +35,30 @@ class Usage(BaseModel):
 
 
 class Completion(BaseModel, Generic[T]):
+    """A structured answer. `usage` is the call that answered; `attempts` every call behind
+    this completion in order, failed fallbacks first and `usage` last (a plain provider: one)."""
+
     output: T
     usage: Usage
+    attempts: list[Usage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _at_least_the_answering_call(self) -> "Completion[T]":
+        if not self.attempts:
+            self.attempts = [self.usage]
+        return self
 
 
 class ProviderError(RuntimeError):
     """A model call failed after retries (timeout, 429, 5xx, unusable output).
     `retryable` tells the fallback chain whether another provider should try."""
 
-    def __init__(self, message: str, *, provider: str = "", retryable: bool = True):
+    def __init__(self, message: str, *, provider: str = "", retryable: bool = True,
+                 attempts: list[Usage] | None = None):
         super().__init__(message)
         self.provider = provider
         self.retryable = retryable
+        self.attempts: list[Usage] = list(attempts or [])  # the failed calls, for the turn's count
 
 
 class ProviderNotConfigured(ProviderError):
@@ -55,6 +72,13 @@ def tool_result_text(message: ChatMessage) -> str:
     """How a `tool` message reaches a model: our tool calls are fields of the structured
     step, not native tool calls, so results go back as tagged user text."""
     return f'<tool_result name="{message.name or "tool"}">\n{message.content}\n</tool_result>'
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What the router and the agent loop call: one structured completion, fallbacks hidden."""
+
+    async def complete(self, messages: list[ChatMessage], response_model: type[T]) -> Completion[T]: ...
 
 
 @runtime_checkable

@@ -11,10 +11,10 @@ after the provider's own retries) moves on to the next spec; a not-configured sp
 skipped; a non-retryable error (400/401/403/404) is raised at once — it is a configuration
 problem that another model would only hide.
 
-Accounting: every provider attempt, failed or not, appends a `Usage` (with `error` set on
-failures and `requests` = HTTP requests behind it) to `chain.calls` and to the optional
-per-turn `calls` list passed to `complete()`; the returned Completion's usage names the
-provider that answered. `llm_calls` of a turn = len(its list).
+Accounting: every provider attempt, failed or not, is a `Usage` (with `error` set on
+failures and `requests` = HTTP requests behind it). The returned Completion lists them all
+in `attempts` (its `usage` names the provider that answered); when no provider answers,
+the raised ProviderError's `attempts` lists them. A turn's `llm_calls` is their count.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ class ModelChain:
         self.specs = list(dict.fromkeys(s for s in specs if s))  # ordered, no duplicates
         self.timeout = timeout
         self.max_retries = max_retries
-        self.calls: list[Usage] = []
         self.missing: list[str] = []  # why a spec cannot run, one line each
         self._targets: list[tuple[str, Provider, str]] = []  # (spec, provider, model)
         providers: dict[str, Provider] = {}
@@ -104,12 +103,12 @@ class ModelChain:
         return [spec for spec, _, _ in self._targets]
 
     async def complete(self, messages: list[ChatMessage], response_model: type[T], *,
-                       timeout: float | None = None, max_retries: int | None = None,
-                       calls: list[Usage] | None = None) -> Completion[T]:
+                       timeout: float | None = None, max_retries: int | None = None) -> Completion[T]:
         """The first answer along the chain; raises the last ProviderError when none answers."""
         if not self._targets:
             raise ProviderNotConfigured("; ".join(self.missing))
         errors: list[str] = []
+        attempts: list[Usage] = []
         last: ProviderError | None = None
         for spec, provider, model in self._targets:
             try:
@@ -118,22 +117,16 @@ class ModelChain:
                     max_retries=self.max_retries if max_retries is None else max_retries,
                     timeout=self.timeout if timeout is None else timeout)
             except ProviderError as exc:
-                usage = getattr(exc, "usage", None) or Usage(provider=provider.name, model=model, error=str(exc))
-                self._log(usage, calls)
+                attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
+                exc.attempts = list(attempts)
                 if not exc.retryable:
                     raise
                 errors.append(f"{spec}: {exc}")
                 last = exc
                 continue
-            self._log(completion.usage, calls)
-            return completion
+            return completion.model_copy(update={"attempts": [*attempts, completion.usage]})
         assert last is not None
         if len(errors) == 1:
             raise last
         raise ProviderError("every model failed — " + "; ".join(errors), provider=last.provider,
-                            retryable=True) from last
-
-    def _log(self, usage: Usage, calls: list[Usage] | None) -> None:
-        self.calls.append(usage)
-        if calls is not None:
-            calls.append(usage)
+                            retryable=True, attempts=attempts) from last

@@ -6,7 +6,7 @@ Shared by every provider module so they all behave the same:
   backoff (honouring `Retry-After`), because SDK retries differ per SDK and are disabled;
 - every failure becomes a `ProviderError`: `retryable=True` (timeout, 429, 5xx, connection,
   unusable output — another provider may do better) or `False` (400/401/403/404 — fix the
-  configuration); `ProviderError.usage` carries what the failed call cost.
+  configuration); `ProviderError.attempts` carries what the failed call cost.
 - `Usage` counts the HTTP requests behind a call and sums tokens over re-asks.
 """
 
@@ -233,6 +233,6 @@ async def structured_call(
                 except Exception as exc:
                     raise classify(exc, provider=provider, timeout=timeout, key_env=key_env) from exc
     except ProviderError as err:
-        err.usage = usage(str(err))  # type: ignore[attr-defined]
+        err.attempts = [usage(str(err))]
         raise
     return Completion(output=output, usage=usage())

@@ -14,17 +14,22 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agent.facilities.schema import FacilityHit
+from agent.knowledge.search import Passage
 from agent.references import Reference
 
 
 class ToolResult(BaseModel):
-    """`text` goes back to the model; `references` feed the answer's citations;
-    `data` is the structured result for surfaces (e.g. Slack blocks, --json)."""
+    """What a tool returns. `text` goes back to the model; `references` feed the answer's
+    citations; the typed fields say what it found, for the loop, search-only answers and
+    surfaces: knowledge `passages` (`weak_evidence` when none closely matches the query)
+    and registry `facilities`. A failed tool returns only `text` (the error, for the model)."""
 
     text: str
     references: list[Reference] = Field(default_factory=list)
-    data: Any = None
+    passages: list[Passage] = Field(default_factory=list)
     weak_evidence: bool = False
+    facilities: list[FacilityHit] = Field(default_factory=list)
 
 
 ToolFn = Callable[[BaseModel], Awaitable[ToolResult]]

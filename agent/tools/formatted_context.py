@@ -26,11 +26,12 @@ WEAK_EVIDENCE_NOTE = (
     "knowledge base does not cover it instead of guessing."
 )
 NO_RESULTS = "No passages found in the knowledge base for this query."
+MAX_TOP_K = 20  # most passages one call returns
 
 
 class ContextArgs(BaseModel):
     query: str = Field(..., min_length=1, description="What to look up, in the user's words plus key terms.")
-    top_k: int = Field(5, ge=1, le=20, description="How many passages to return.")
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="How many passages to return.")
 
 
 def _attr(value: str) -> str:
@@ -83,7 +84,7 @@ async def get_formatted_context(
     else:
         passages = await search(runtime, query, top_k=top_k, collection=collection)
     if not passages:
-        return ToolResult(text=NO_RESULTS, weak_evidence=True, data=[])
+        return ToolResult(text=NO_RESULTS, weak_evidence=True)
     text, used = format_passages(passages, settings.context_chars)
     best = max((p.dense_score for p in used if p.dense_score is not None), default=None)
     weak = best is not None and best < settings.min_score
@@ -94,7 +95,7 @@ async def get_formatted_context(
         ref = reference_of(p)
         if all((r.source, r.section) != (ref.source, ref.section) for r in refs):
             refs.append(ref)
-    return ToolResult(text=text, references=refs, data=[p.model_dump() for p in used], weak_evidence=weak)
+    return ToolResult(text=text, references=refs, passages=used, weak_evidence=weak)
 
 
 def make_tool(runtime: "Runtime", *, collection: str | None = None) -> Tool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.facilities.search import FacilitySearchArgs, search_facilities
+from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.search import search_facilities
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
 
@@ -30,11 +31,7 @@ def make_tool(runtime: "Runtime", *, facilities_collection: str | None = None) -
             )
             for hit in results.facilities
         ]
-        return ToolResult(
-            text=results.text,
-            references=references,
-            data=[hit.model_dump() for hit in results.facilities],
-        )
+        return ToolResult(text=results.text, references=references, facilities=results.facilities)
 
     return Tool(
         name="search_facilities",
