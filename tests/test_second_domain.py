@@ -52,7 +52,7 @@ async def test_hr_handbook_routes(hr_settings):
     async with open_runtime(hr_settings) as rt:
         service = eval_service(rt)
         try:
-            route = lambda text: service.router(None, []).route(text, [])  # noqa: E731
+            route = lambda text: service.router(None).route(text, [])  # noqa: E731
             assert (await route("hi there")).route == "smalltalk"
             assert (await route("MFA app?")).route == "knowledge"
             assert (await route("write a haiku about autumn leaves")).route == "offtopic"

@@ -35,7 +35,7 @@ async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):
 
         service = eval_service(rt)
         try:
-            route = await service.router(None, []).route("PEIMS #s?", [])
+            route = await service.router(None).route("PEIMS #s?", [])
             assert route.route == "knowledge" and "domain terms" in route.reason  # the documents' own acronym
         finally:
             await service.store.close()
