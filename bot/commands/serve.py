@@ -33,7 +33,7 @@ def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: s
     """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
     if not bot_token:
         raise StartupError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from the app's "
-                           "OAuth & Permissions page (see README, Slack).")
+                           "OAuth & Permissions page (see docs/slack.md).")
     if not bot_token.startswith("xoxb-"):
         raise StartupError("SLACK_BOT_TOKEN must be a bot token starting with xoxb-.")
     if app_token:
@@ -64,7 +64,7 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
     """Start the bot and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
     from agent.service import Askdesk
-    from bot.slack.app import build_slack_bot, make_client
+    from bot.slack.app import build_slack_app, make_client
 
     bot_token = os.environ.get("SLACK_BOT_TOKEN")
     app_token = os.environ.get("SLACK_APP_TOKEN")
@@ -87,7 +87,7 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
     askdesk = None
     try:
         askdesk = Askdesk.create(settings, runtime=runtime)
-        bot = build_slack_bot(settings, askdesk, runtime, token=bot_token,
+        bot = build_slack_app(settings, askdesk, runtime, token=bot_token,
                               signing_secret=signing_secret if mode == "http" else None)
         who = f"@{identity.get('user')} in {identity.get('team')}"
         if mode == "socket":
