@@ -74,3 +74,4 @@ def test_vocabulary_codes_and_coverage():
     assert vocab.coverage("attendance for parents") == 1.0 and vocab.coverage("pizza toppings") == 0.0
     vocab.headings = set(tokens("Income eligibility limits"))
     assert vocab.in_headings("who is eligible?") and not vocab.in_headings("who is the tallest?")
+    assert vocab.in_headings("who is eligible, AB-1234?")  # an unknown identifier is not a word

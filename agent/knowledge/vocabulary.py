@@ -49,6 +49,9 @@ class Vocabulary:
         """Every word of the message (not bare numbers) is a word of the documents' titles or
         headings — what the documents say they are about ("who is eligible?", "teen parents?")."""
         terms = {t for t in tokens(text) if not t.replace(",", "").replace(".", "").isdigit()}
+        # identifiers the documents do not know (a case or reference number) are not vocabulary
+        for word in _CODE.findall(text):
+            terms -= {t for t in tokens(word) if not self.knows(t)}
         return bool(terms) and terms <= self.headings
 
     def codes(self, text: str) -> list[str]:
