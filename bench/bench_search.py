@@ -79,12 +79,12 @@ async def sample_kb(questions: list[str], reps: int, data_dir: Path) -> list[tup
                 t1 = time.perf_counter()
                 vec = await embedder.embed_query(q)
                 t2 = time.perf_counter()
-                await runtime.qdrant.query_points(COLLECTION, **hybrid_request(vec, bm25_query(q), query=q))
+                await runtime.store.query_points(COLLECTION, **hybrid_request(vec, bm25_query(q), query=q))
                 t3 = time.perf_counter()
                 total.append((t1 - t0) * 1000)
                 embed.append((t2 - t1) * 1000)
                 qdrant.append((t3 - t2) * 1000)
-        n = (await runtime.qdrant.count(COLLECTION)).count
+        n = await runtime.store.count(COLLECTION)
     finally:
         await runtime.close()
     return [

@@ -250,10 +250,10 @@ async def test_tool_contract(registry):
 
 
 async def test_reingest_changes_nothing(registry):
-    before = (await registry.qdrant.count("facilities")).count
+    before = await registry.store.count("facilities")
     report = await ingest_facilities(registry, SAMPLE_FACILITIES)
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 121)
-    assert (await registry.qdrant.count("facilities")).count == before == 121
+    assert await registry.store.count("facilities") == before == 121
 
 
 async def test_missing_registry_says_how_to_load_it(registry):
@@ -263,7 +263,7 @@ async def test_missing_registry_says_how_to_load_it(registry):
 
 async def test_name_matching_failure_falls_back_to_filters(registry):
     broken = Runtime(settings=registry.settings.model_copy(update={"embedder": "openai:text-embedding-3-small"}),
-                     qdrant=registry.qdrant)  # no OPENAI_API_KEY: the embedder cannot be built
+                     store=registry.store)  # no OPENAI_API_KEY: the embedder cannot be built
     res = await search_facilities(broken, FacilitySearchArgs(query="Ebenezer", city="Austin", limit=0))
     assert "Name matching is unavailable" in res.message
     assert {h.operation_number for h in res.facilities} == where(lambda r: r["city"] == "AUSTIN")

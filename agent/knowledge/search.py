@@ -90,7 +90,7 @@ async def _check_collection(runtime: "Runtime", name: str) -> None:
     try:
         metadata = await collection_metadata(runtime, name)
     except Exception as exc:
-        where = runtime.settings.qdrant_url or str(runtime.settings.qdrant_path)
+        where = runtime.store.where
         raise KnowledgeBaseUnavailable(
             f"the vector store at {where} cannot be reached ({type(exc).__name__}: {exc})"
         ) from exc
@@ -149,7 +149,7 @@ async def search(
     prefetch_limit = max(PREFETCH_MIN, 3 * top_k)
     try:
         if mode == "hybrid":
-            response = await runtime.qdrant.query_points(
+            points = await runtime.store.query_points(
                 name,
                 prefetch=[
                     models.Prefetch(query=dense_vec, using=DENSE, limit=prefetch_limit, filter=flt),
@@ -161,15 +161,15 @@ async def search(
                 with_vectors=[DENSE],
             )
         elif mode == "dense":
-            response = await runtime.qdrant.query_points(
+            points = await runtime.store.query_points(
                 name, query=dense_vec, using=DENSE, query_filter=flt, limit=top_k, with_payload=True, with_vectors=[DENSE]
             )
         else:
-            response = await runtime.qdrant.query_points(
+            points = await runtime.store.query_points(
                 name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=top_k, with_payload=True
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not response.points and not flt and (await runtime.qdrant.count(name, exact=False)).count == 0:
+    if not points and not flt and await runtime.store.count(name) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
-    return [_passage(p, dense_vec) for p in response.points]
+    return [_passage(p, dense_vec) for p in points]

@@ -68,10 +68,10 @@ _cache: "weakref.WeakKeyDictionary[object, dict[str, tuple[float, Vocabulary]]]"
 
 async def _load(runtime, collection: str) -> Vocabulary:
     vocab = Vocabulary()
-    if await runtime.qdrant.collection_exists(collection):
+    if await runtime.store.collection_exists(collection):
         offset = None
         while vocab.chunks < MAX_POINTS:
-            points, offset = await runtime.qdrant.scroll(
+            points, offset = await runtime.store.scroll(
                 collection, limit=1024, offset=offset, with_payload=["title", "section", "text", "lang"],
                 with_vectors=False,
             )
@@ -85,18 +85,18 @@ async def _load(runtime, collection: str) -> Vocabulary:
                 vocab.chunks += 1
             if offset is None:
                 break
-    _cache.setdefault(runtime.qdrant, {})[collection] = (time.monotonic(), vocab)
+    _cache.setdefault(runtime.store, {})[collection] = (time.monotonic(), vocab)
     return vocab
 
 
 async def vocabulary(runtime, collection: str | None = None) -> Vocabulary:
     """The collection's vocabulary (cached; re-read after TTL_SECONDS or an ingest)."""
     collection = collection or runtime.settings.collection
-    hit = _cache.get(runtime.qdrant, {}).get(collection)
+    hit = _cache.get(runtime.store, {}).get(collection)
     if hit is not None and time.monotonic() - hit[0] < TTL_SECONDS:
         return hit[1]
     return await _load(runtime, collection)
 
 
 def forget_vocabulary(runtime, collection: str) -> None:
-    _cache.get(runtime.qdrant, {}).pop(collection, None)
+    _cache.get(runtime.store, {}).pop(collection, None)

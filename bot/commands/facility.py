@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from bot.commands import run_with_runtime
+from agent.store import StoreInUse
+from bot.commands import emit, hand_over, run_with_runtime
 
 
 def ingest_facilities_cmd(
@@ -26,9 +27,19 @@ def ingest_facilities_cmd(
     except RegistryFormatError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(report.summary())
-    if report.loaded == 0:
-        raise typer.Exit(1)
+    except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
+        from bot.admin.protocol import JobRequest
+
+        emit(hand_over(JobRequest(op="ingest-facilities", paths=[str(file.resolve())], collection=collection), exc))
+        return
+    emit(facilities_output(report))
+
+
+def facilities_output(report):
+    """What `askdesk ingest-facilities` prints, locally or handed over to a running bot."""
+    from bot.admin.protocol import JobOutput
+
+    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
 
 
 def facility_cmd(

@@ -29,6 +29,23 @@ def register(app: typer.Typer) -> None:
     app.add_typer(serve_app, name="serve")
 
 
+@serve_app.callback()
+def _store_is_free() -> None:
+    """Before any surface contacts its platform: refuse at once (one line, exit 3) when another
+    process holds the embedded store."""
+    from pydantic import ValidationError
+
+    from agent.config import load_settings
+    from agent.store.lock import DirectoryLock
+
+    try:
+        settings = load_settings()
+    except ValidationError:
+        return  # the command itself reports bad settings
+    if not settings.qdrant_url:
+        DirectoryLock.check_free(settings.data_dir)
+
+
 def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: str | None) -> str:
     """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
     if not bot_token:
@@ -60,10 +77,19 @@ async def verify_bot_token(client) -> dict:
         raise StartupError(f"cannot reach the Slack API at {client.base_url}: {type(exc).__name__}: {exc}") from None
 
 
+async def start_admin_channel(settings, runtime):
+    """Alongside the surfaces: the local channel `askdesk ingest` uses to hand jobs to this
+    process while it holds the embedded store (bot/admin; None with a Qdrant server)."""
+    from bot.admin.channel import AdminChannel
+
+    return await AdminChannel.start(settings, runtime)
+
+
 async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -> None:
     """Start the bot and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
     from agent.service import Askdesk
+    from agent.store import StoreInUse
     from bot.slack.app import build_slack_app, make_client
 
     bot_token = os.environ.get("SLACK_BOT_TOKEN")
@@ -82,11 +108,15 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
 
     try:
         runtime = Runtime.open(settings)
-    except Exception as exc:  # e.g. the embedded Qdrant directory is locked by another process
+    except StoreInUse:
+        raise  # one line from the CLI entry point (exit 3), like every command
+    except Exception as exc:
         raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
     askdesk = None
+    admin = None
     try:
         askdesk = Askdesk.create(settings, runtime=runtime)
+        admin = await start_admin_channel(settings, runtime)
         bot = build_slack_app(settings, askdesk, runtime, token=bot_token,
                               signing_secret=signing_secret if mode == "http" else None)
         who = f"@{identity.get('user')} in {identity.get('team')}"
@@ -114,6 +144,8 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
             await runner.cleanup()
         await bot.drain(timeout=30)
     finally:
+        if admin is not None:
+            await admin.close()
         if askdesk is not None:
             await askdesk.close()
         await runtime.close()
