@@ -89,14 +89,25 @@ class Settings(BaseSettings):
         "rates and payments, attendance, program rules and reports, and finding licensed child-care centers",
         description="What askdesk can help with; named in refusals, greetings and the router prompt.",
     )
+    domain_file: Path | None = Field(
+        None,
+        description="Domain file (YAML: terms, facility_nouns, offtopic, place_aliases) with the deployment's own "
+        "words; unset = domain.yaml in data_dir if present (askdesk demo puts the demo's there). See docs/understanding.md.",
+    )
     prompts_dir: Path | None = Field(
         None,
         description="Directory of prompt YAML files replacing the packaged prompts/ (validated at start-up).",
     )
     router_refuse_below: float = Field(
         0.80,
-        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no domain "
-        "words, is refused without any model call.",
+        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no code or "
+        "domain-file term the knowledge base knows, is refused without any model call.",
+    )
+    router_offtopic_margin: float = Field(
+        0.015,
+        description="Pre-filter: a message whose topic score (similarity to the knowledge base minus similarity "
+        "to the shipped off-topic examples, nudged by how many of its words the documents use) is below this is "
+        "refused without any model call.",
     )
     router_accept_above: float = Field(
         0.86,

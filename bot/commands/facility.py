@@ -47,11 +47,22 @@ def facility_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and facilities."),
     collection: str = typer.Option(None, "--collection", help="Facility collection (default: facilities_collection)."),
 ) -> None:
-    """Search the facility registry the way the Slack /facility command does (no model needed)."""
+    """Search the facility registry the way the Slack /facility command does (no model needed; with
+    a router model configured, words the parser cannot place get one extraction call)."""
     from agent.facilities.command import run_facility_command
+    from agent.providers.chain import ModelChain
 
     query = " ".join(text or [])
-    result = run_with_runtime(lambda rt: run_facility_command(rt, query, collection=collection))
+
+    async def run(rt):
+        model = ModelChain.for_router(rt.settings)
+        try:
+            return await run_facility_command(rt, query, collection=collection,
+                                              model=model if model.configured else None)
+        finally:
+            await model.aclose()
+
+    result = run_with_runtime(run)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
