@@ -60,6 +60,7 @@ class Settings(BaseSettings):
     )
     embedding_cache: bool = Field(True, description="Cache document embeddings under data_dir (keyed by embedder and text hash) so re-ingesting unchanged text costs nothing.")
     query_cache_size: int = Field(1024, description="Query embeddings kept in memory per process (LRU), so a repeated question skips the model; 0 disables.")
+    max_file_mb: float = Field(20.0, description="Files larger than this (in MB) are skipped by `ingest`, with a message naming them.")
     chunk_chars: int = Field(1200, description="Target chunk size in characters.")
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
