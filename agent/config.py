@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
     llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
     max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
+    turn_timeout: float = Field(
+        20.0,
+        description="Seconds a turn may take, router, agent and fallbacks together. When the models fail or run "
+        "out of time, the user gets the search results with their sources and a short note instead.",
+    )
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
 
     # --- intent router (added by the agent issue) -----------------------------------
