@@ -40,3 +40,11 @@ def bounded(seconds: float) -> float:
     """`seconds`, or less when the deadline is nearer (never below a few milliseconds)."""
     left = remaining()
     return seconds if left is None else max(min(seconds, left), 0.005)
+
+
+ROUTER_SHARE = 0.4  # the router model's part of a turn: past it, the LLM-free pre-filter routes
+
+
+def reserve(turn_seconds: float) -> float:
+    """Time kept back from the models to answer without them (search-only) when they fail."""
+    return min(2.0, 0.15 * turn_seconds)
