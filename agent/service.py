@@ -2,10 +2,10 @@
 
 `Askdesk.answer` reads top to bottom: check the input -> route -> prefetch -> agent loop
 (or a search-only answer when no provider is configured) -> remember -> trace, all within
-ASKDESK_TURN_TIMEOUT (agent/deadline.py). When the models fail or run out of time the user
-gets the search results with a note (agent/degrade.py); only when the search fails too an
-apology with a reference id, the log the details. Surfaces (terminal, Slack, Teams) never talk to the loop, the
-router or providers directly.
+ASKDESK_TURN_TIMEOUT (agent/deadline.py). It never raises: when the models fail or run out of
+time the user gets the search results with a note (agent/degrade.py), and only when the
+search fails too an apology with a reference id, the log the details. Surfaces (terminal,
+Slack, Teams) never talk to the loop, the router or providers directly.
 """
 
 from __future__ import annotations
