@@ -77,9 +77,11 @@ MODEL_FAULTS: list[tuple[str, dict[str, Any], dict[str, list]]] = [
 def _classify(result: Any) -> str:
     if MODEL_ANSWER in result.answer:
         return "model answer"
+    first = " ".join(result.answer.split("\n\n", 1)[0].split())
     if result.search_only:
-        return "search-only"
-    return "apology: " + " ".join(result.answer.split())[:48]
+        return "search-only" + (f' ("{first[:60]}…")' if "language model" in first else "")
+    return f'apology ("{first[:60]}…")'
+
 
 
 async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
@@ -123,7 +125,7 @@ async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
         except asyncio.TimeoutError:
             return {"fault": name, "seconds": None, "reply": f"none after {HANG_CAP:.0f} s", "sources": False}
         return {"fault": name, "seconds": round(time.monotonic() - started, 1), "reply": _classify(result),
-                "sources": bool(result.references), "detail": (result.notice or "")[:60]}
+                "sources": bool(result.references)}
 
     rows = await asyncio.gather(*(one(name, service) for name, service in runs))
     for _, service in runs:
@@ -158,7 +160,7 @@ def _cli(code: Path, args: list[str], env: dict[str, str], cwd: Path, cap: float
 
 
 def _first_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("ingest: ")]
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("ingest: ") and "━" not in line]
     return (lines[-1] if lines and "Traceback" in text else (lines[0] if lines else "")).strip()[:70]
 
 
