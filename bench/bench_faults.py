@@ -208,7 +208,8 @@ def ingest_faults(code: Path, work: Path) -> list[dict[str, Any]]:
 
     # 10. --collection "", 30 MB text file without a terminal, summary counts, PDF warnings
     r = run(["ingest", str(fifo_docs / "a.md"), "--collection", ""], "empty-coll")
-    wrote = (work / "empty-coll" / "qdrant" / "collection" / "kb").exists()
+    data = work / "empty-coll"  # embedded Qdrant (before) or Qdrant Edge (after) layout
+    wrote = (data / "qdrant" / "collection" / "kb").exists() or (data / "edge" / "kb").exists()
     row('--collection ""', r, f"exit {r['rc']}", ("WROTE into 'kb'; " if wrote else "nothing written; ")
         + _first_line(r["stderr"] + r["stdout"]))
     big = work / "big"

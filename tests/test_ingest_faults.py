@@ -47,7 +47,7 @@ async def test_reingest_of_a_file_longer_than_a_write_batch_writes_nothing(tmp_p
     async with open_runtime(settings) as rt:
         first = await ingest(rt, [docs])
         assert first.updated == ["handbook.md"] and first.chunks > 2 * ingest_module.UPSERT_BATCH
-        points, _ = await rt.qdrant.scroll("kb", limit=1000, with_payload=True)
+        points, _ = await rt.store.scroll("kb", limit=1000, with_payload=True)
         assert {p.payload["n_chunks"] for p in points} == {first.chunks}
 
         second = await ingest(rt, [docs])
@@ -107,7 +107,7 @@ async def test_empty_collection_name_is_refused(settings, tmp_path):
     async with open_runtime(settings) as rt:
         with pytest.raises(StoreError, match="collection name is empty"):
             await ingest(rt, [docs], collection="")
-        assert not await rt.qdrant.collection_exists("kb")
+        assert not await rt.store.collection_exists("kb")
 
 
 def test_cli_rejects_an_empty_collection_and_writes_nothing(cli_env, tmp_path):
@@ -119,7 +119,7 @@ def test_cli_rejects_an_empty_collection_and_writes_nothing(cli_env, tmp_path):
         assert result.exit_code == 2
         assert result.stderr.strip() == (
             "error: --collection is empty: give a collection name, or leave the option out for the default")
-    assert not (cli_env.data_dir / "qdrant" / "collection" / "kb").exists()
+    assert not (cli_env.data_dir / "edge" / "kb").exists() and not (cli_env.data_dir / "qdrant").exists()
 
 
 def test_cli_without_a_terminal_prints_progress_lines_and_no_pdf_warnings(cli_env, tmp_path):

@@ -129,6 +129,8 @@ def _hand_over_ingest(paths, collection, prune, as_json, progress, exc):
                          prune=prune, as_json=as_json)
     if progress is None:
         return hand_over(request, exc)
+    if isinstance(progress, _LineProgress):  # no terminal: plain lines, as a local ingest prints
+        return hand_over(request, exc, lambda ev: getattr(progress, ev.event)(ev.value))
 
     def on_event(ev) -> None:
         if not progress.bars.live.is_started:  # bars only once a bot has taken the job
