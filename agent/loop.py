@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import search_only
 from agent.answer_stream import AnswerText
 from agent.citations import Citations
 from agent.facilities.schema import FacilityHit
@@ -66,7 +65,6 @@ class LoopResult:
     facilities: list[FacilityHit]
     hit_cap: bool = False
     tool_seconds: float = 0.0
-    search_only: bool = False  # the models failed mid-answer; search results completed it
 
 
 def resolve_references(citations: list[Citation], retrieved: list[Reference]) -> list[Reference]:
@@ -166,8 +164,6 @@ async def run_agent(
         except ProviderError as exc:
             child.end(error=str(exc))
             exc.attempts = [*state.usages, *exc.attempts]  # the run's calls, for the turn's count
-            if getattr(exc, "shown", False) and prefetched:
-                return await _interrupted(state, prompts, prefetched[0].result, answer, exc.attempts)
             raise
         except Exception as exc:
             child.end(error=str(exc))
@@ -228,14 +224,3 @@ def _capped(state: RunState, text: str) -> LoopResult:
         tool_seconds=state.tool_seconds,
     )
 
-
-async def _interrupted(state: RunState, prompts: PromptSet, found: ToolResult, answer: AnswerText,
-                       attempts: list[Usage]) -> LoopResult:
-    """Every model broke off mid-answer: what was shown stays, a note says so, and the search
-    results the answer started from follow (the search-only answer)."""
-    results = search_only.knowledge_answer(found, prompts) if found.passages else \
-        search_only.facility_answer(found, prompts)
-    note = prompts.render("answer_interrupted_search_only")
-    return LoopResult(answer=await answer.end_with(f"{note}\n\n{results}"), confidence=None, usages=attempts,
-                      references=found.references[: search_only.MAX_PASSAGES], tool_calls=state.tool_calls,
-                      facilities=state.facilities, tool_seconds=state.tool_seconds, search_only=True)

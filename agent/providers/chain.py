@@ -6,10 +6,13 @@ cheap router model first, and routing keeps working when its provider is down.
 Unset model settings default to a model of the first provider whose key is present
 (`DEFAULT_AGENT_MODELS` / `DEFAULT_ROUTER_MODELS`), so setting OPENAI_API_KEY alone is enough.
 
-Fallback rule: a retryable ProviderError (timeout, 429, 5xx, connection, unusable output,
-after the provider's own retries) moves on to the next spec; a not-configured spec is
-skipped; a non-retryable error (400/401/403/404) is raised at once — it is a configuration
-problem that another model would only hide.
+Fallback rule: any ProviderError, once the provider's own retries are done or cannot help
+within the turn's deadline (agent/deadline.py), moves on to the next spec at once; a
+not-configured spec is skipped. A rejected key (401/403) is logged at ERROR as a configuration
+error naming its variable, and when no model answers the chain raises ProviderConfigError, so
+the user hears "configuration problem", not "temporary outage". Each call gets at most the
+time left before the deadline; with none left the chain stops (`DeadlineExceeded`). Log lines
+name the spec and the kind of failure, never the provider's message (it can quote the input).
 
 Accounting: every provider attempt, failed or not, is a `Usage` (with `error` set on
 failures and `requests` = HTTP requests behind it). The returned Completion lists them all
@@ -20,11 +23,12 @@ Streaming (`stream`): the same order, rules and accounting, with partial outputs
 `on_partial` as they arrive. When a model fails after its partial output reached the user
 (the provider marks the error `shown`), `on_interrupt(error, more)` is awaited first — the
 caller keeps what was shown and adds a note — and the next model answers after it
-(`more` says whether one is left). Such a failure moves on even when it is not retryable.
+(`more` says whether one is left).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -33,11 +37,24 @@ from pydantic import BaseModel
 
 from agent.config import Settings
 from agent.messages import ChatMessage
-from agent.providers.base import Completion, Provider, ProviderError, ProviderNotConfigured, Usage
+from agent.deadline import bounded, remaining
+from agent.providers.base import (
+    Completion,
+    Provider,
+    ProviderConfigError,
+    ProviderError,
+    ProviderNotConfigured,
+    Usage,
+)
 from agent.providers.factory import parse_spec, resolve
 from agent.providers.streaming import PartialFn
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger("askdesk.providers")
+
+
+class DeadlineExceeded(ProviderError):
+    """The turn's deadline passed before any model answered."""
 
 # Awaited when a model fails after its partial output was shown: (error, another model follows).
 InterruptFn = Callable[[ProviderError, bool], Awaitable[None]]
@@ -115,61 +132,58 @@ class ModelChain:
     async def complete(self, messages: list[ChatMessage], response_model: type[T], *,
                        timeout: float | None = None, max_retries: int | None = None) -> Completion[T]:
         """The first answer along the chain; raises the last ProviderError when none answers."""
-        if not self._targets:
-            raise ProviderNotConfigured("; ".join(self.missing))
-        errors: list[str] = []
-        attempts: list[Usage] = []
-        last: ProviderError | None = None
-        for spec, provider, model in self._targets:
-            try:
-                completion = await provider.complete(
-                    messages, response_model, model=model,
-                    max_retries=self.max_retries if max_retries is None else max_retries,
-                    timeout=self.timeout if timeout is None else timeout)
-            except ProviderError as exc:
-                attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
-                exc.attempts = list(attempts)
-                if not exc.retryable:
-                    raise
-                errors.append(f"{spec}: {exc}")
-                last = exc
-                continue
-            return completion.model_copy(update={"attempts": [*attempts, completion.usage]})
-        assert last is not None
-        if len(errors) == 1:
-            raise last
-        raise ProviderError("every model failed — " + "; ".join(errors), provider=last.provider,
-                            retryable=True, attempts=attempts) from last
+        async def call(provider: Provider, model: str, timeout: float, max_retries: int) -> Completion[T]:
+            return await provider.complete(messages, response_model, model=model, max_retries=max_retries,
+                                           timeout=timeout)
+
+        return await self._first(call, timeout=timeout, max_retries=max_retries)
 
     async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
                      on_interrupt: InterruptFn | None = None, timeout: float | None = None,
                      max_retries: int | None = None) -> Completion[T]:
         """`complete`, streamed; a provider without `stream` answers whole (one partial: the output)."""
+        async def call(provider: Provider, model: str, timeout: float, max_retries: int) -> Completion[T]:
+            stream = getattr(provider, "stream", None)
+            if stream is None:
+                completion = await provider.complete(messages, response_model, model=model, max_retries=max_retries,
+                                                      timeout=timeout)
+                await on_partial(completion.output)
+                return completion
+            return await stream(messages, response_model, model=model, max_retries=max_retries, timeout=timeout,
+                                on_partial=on_partial)
+
+        return await self._first(call, timeout=timeout, max_retries=max_retries, on_interrupt=on_interrupt)
+
+    async def _first(self, call: Callable[[Provider, str, float, int], Awaitable[Completion[T]]], *,
+                     timeout: float | None, max_retries: int | None,
+                     on_interrupt: InterruptFn | None = None) -> Completion[T]:
         if not self._targets:
             raise ProviderNotConfigured("; ".join(self.missing))
         errors: list[str] = []
         attempts: list[Usage] = []
         last: ProviderError | None = None
-        shown_any = False
+        config: ProviderConfigError | None = None
+        shown = False  # a failed model's partial output reached the user
         for position, (spec, provider, model) in enumerate(self._targets):
-            options = dict(model=model, max_retries=self.max_retries if max_retries is None else max_retries,
-                           timeout=self.timeout if timeout is None else timeout)
+            left = remaining()
+            if left is not None and left <= 0:
+                errors.append(f"{spec}: not tried, the turn's deadline had passed")
+                last = last or DeadlineExceeded("no time left for a model call", provider=provider.name)
+                last.attempts = list(attempts)
+                break
             try:
-                stream = getattr(provider, "stream", None)
-                if stream is not None:
-                    completion = await stream(messages, response_model, on_partial=on_partial, **options)
-                else:
-                    completion = await provider.complete(messages, response_model, **options)
-                    await on_partial(completion.output)
+                completion = await call(provider, model, bounded(self.timeout if timeout is None else timeout),
+                                        self.max_retries if max_retries is None else max_retries)
             except ProviderError as exc:
                 attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
                 exc.attempts = list(attempts)
-                shown = bool(getattr(exc, "shown", False))
-                shown_any = shown_any or shown
-                if shown and on_interrupt is not None:
-                    await on_interrupt(exc, position + 1 < len(self._targets))
-                if not exc.retryable and not shown:
-                    raise
+                _log_failure(spec, exc)
+                if isinstance(exc, ProviderConfigError):
+                    config = config or exc
+                if getattr(exc, "shown", False):
+                    shown = True
+                    if on_interrupt is not None:
+                        await on_interrupt(exc, position + 1 < len(self._targets))
                 errors.append(f"{spec}: {exc}")
                 last = exc
                 continue
@@ -177,7 +191,21 @@ class ModelChain:
         assert last is not None
         if len(errors) == 1:
             raise last
-        error = ProviderError("every model failed — " + "; ".join(errors), provider=last.provider, retryable=True,
-                              attempts=attempts)
-        error.shown = shown_any  # type: ignore[attr-defined]
+        summary = "every model failed — " + "; ".join(errors)
+        if config is not None:  # the actionable, lasting cause wins over transient ones
+            error: ProviderError = ProviderConfigError(summary, provider=config.provider, key_env=config.key_env,
+                                                       attempts=attempts)
+        else:
+            error = ProviderError(summary, provider=last.provider, retryable=True, attempts=attempts)
+        error.shown = shown  # type: ignore[attr-defined]
         raise error from last
+
+
+def _log_failure(spec: str, exc: ProviderError) -> None:
+    if isinstance(exc, ProviderConfigError):
+        log.error("configuration error: %s rejected the API key in %s; fix or replace it (trying the next model)",
+                  spec, exc.key_env or "its key variable")
+        return
+    status = getattr(exc, "status", None)
+    log.warning("model %s failed (%s%s); trying the next model", spec, type(exc).__name__,
+                f", HTTP {status}" if status else "")

@@ -77,7 +77,30 @@ class Delay:
     then: Reply | Raw | Error | None = None
 
 
-Step = Reply | Raw | Error | Delay | Stream
+@dataclass
+class Empty:
+    """HTTP 200 with no answer in it: `choices: []` (OpenAI-style) or `candidates: []` (Gemini)."""
+
+
+Step = Reply | Raw | Error | Delay | Empty | Stream
+
+
+def fault(kind: str) -> Step:
+    """One named misbehaviour of a model API (issue 12's fault-injection suite):
+    429 | retry_after_long | 500 | hang | non_json | schema_invalid | empty_choices | 401."""
+    faults: dict[str, Step] = {
+        "429": Error(429, "rate limited", {"retry-after": "0"}),
+        "retry_after_long": Error(429, "rate limited for an hour", {"retry-after": "3600"}),
+        "500": Error(500, "internal error"),
+        "hang": Delay(3600.0),
+        "non_json": Raw("I am not JSON at all"),
+        "schema_invalid": Raw('{"unexpected": "shape"}'),
+        "empty_choices": Empty(),
+        "401": Error(401, "Incorrect API key provided"),
+    }
+    if kind not in faults:
+        raise ValueError(f"unknown fault {kind!r}: one of {', '.join(faults)}")
+    return faults[kind]
 
 
 @dataclass
@@ -105,7 +128,7 @@ class RecordedRequest:
 
 
 def _as_step(reply: Any) -> Step:
-    if isinstance(reply, (Reply, Raw, Error, Delay, Stream)):
+    if isinstance(reply, (Reply, Raw, Error, Delay, Empty, Stream)):
         return reply
     if isinstance(reply, str):
         return Raw(reply)
@@ -160,6 +183,10 @@ class FakeLLMServer:
     def script_delay(self, provider: str, seconds: float, then: Any = None) -> FakeLLMServer:
         """Queue a reply that arrives after `seconds` (`then`: dict/str/step; None = 504)."""
         return self.script(provider, Delay(seconds, None if then is None else _as_step(then)))
+
+    def script_fault(self, provider: str, kind: str, *, times: int = 1) -> FakeLLMServer:
+        """Queue `times` of a named fault (see `fault`): e.g. script_fault("openai", "empty_choices")."""
+        return self.script(provider, *[fault(kind) for _ in range(times)])
 
     def script_default(self, provider: str, reply: Any) -> FakeLLMServer:
         """Reply used whenever `provider`'s queue is empty (benchmarks; never counted as unused)."""
@@ -304,7 +331,8 @@ class FakeLLMServer:
             return None
 
     async def _serve(self, rec: RecordedRequest, render: Callable[[RecordedRequest, Reply | Raw], dict],
-                     error_body: Callable[[int, str], dict], stream: Callable | None = None) -> web.StreamResponse:
+                     error_body: Callable[[int, str], dict], empty: dict | None = None,
+                     stream: Callable | None = None) -> web.StreamResponse:
         latency = self._latency.get(rec.provider, self._default_latency)
         if latency:
             await asyncio.sleep(latency)
@@ -319,6 +347,9 @@ class FakeLLMServer:
             rec.status = step.status
             return web.json_response(error_body(step.status, step.message), status=step.status,
                                      headers=step.headers)
+        if isinstance(step, Empty):
+            rec.status = 200
+            return web.json_response(empty or {})
         fault = step if isinstance(step, Stream) else None
         if isinstance(step, Stream):
             step = output_of(step)
@@ -357,7 +388,10 @@ class FakeLLMServer:
             return await stream_openai(request, rec, text=text, tool_name=_openai_tool_name(rec.body),
                                        tokens=_tokens(rec, step, text), pace=pace, fault=fault, counter=self._counter)
 
-        return await self._serve(rec, self._render_openai, _openai_error, stream)
+        return await self._serve(rec, self._render_openai, _openai_error, stream=stream, empty={
+            "id": "chatcmpl-fake-empty", "object": "chat.completion", "created": int(time.time()),
+            "model": rec.body.get("model", "fake"), "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
 
     def _render_openai(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         body = rec.body
@@ -406,7 +440,8 @@ class FakeLLMServer:
             return await stream_gemini(request, rec, text=text, function_name=_gemini_function_name(rec.body),
                                        tokens=_tokens(rec, step, text), pace=pace, fault=fault)
 
-        return await self._serve(rec, self._render_gemini, _gemini_error, stream)
+        return await self._serve(rec, self._render_gemini, _gemini_error, stream=stream, empty={
+            "candidates": [], "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}})
 
     def _render_gemini(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         text = _output_text(rec, step)
