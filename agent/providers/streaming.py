@@ -9,7 +9,9 @@ partial mode); this module gives every provider the same behaviour around it:
   that nothing is retried here — the caller keeps what was shown and decides (the chain
   notes the failure and continues with the next model);
 - `timeout` bounds the wait for each piece of the stream (a stalled stream fails, a long
-  one that keeps flowing does not);
+  one that keeps flowing does not), and so does the turn's deadline (agent/deadline.py);
+  retries on the same provider follow retry.py's rules (never after a timeout, only when
+  they fit in the time left);
 - usage comes from the stream's own usage chunk, recorded by `tap` (instructor's stream
   parsers skip it), so a streamed call is metered like any other;
 - the end of the stream is validated against the caller's response model: a stream cut
@@ -27,10 +29,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception
 
 from agent.providers.base import Completion, ProviderError, Usage
-from agent.providers.retry import _wait, classify
+from agent.deadline import bounded
+from agent.providers.retry import _stopper, _wait, classify
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -105,22 +108,24 @@ async def streamed_call(
         async with aclosing(open_stream()) as partials:  # type: ignore[type-var]
             while True:
                 try:
-                    async with asyncio.timeout(timeout):
+                    async with asyncio.timeout(bounded(timeout)):  # the turn's deadline too
                         item = await anext(partials)
                 except StopAsyncIteration:
                     break
                 last = item
                 if await on_partial(item):
                     shown = True
-        if last is None:
-            raise ProviderError(f"{provider} ended the stream without output", provider=provider)
+        if last is None:  # like an empty response: asking the same provider again will not help
+            error = ProviderError(f"{provider} ended the stream without output", provider=provider)
+            error.same_provider = False  # type: ignore[attr-defined]
+            raise error
         # the last partial is the whole output only when the JSON was complete and valid
         return response_model.model_validate(last.model_dump(warnings=False))
 
     def worth_retrying(exc: BaseException) -> bool:
         return not shown and isinstance(exc, ProviderError) and exc.retryable
 
-    retrying = AsyncRetrying(stop=stop_after_attempt(max(max_retries, 0) + 1), wait=_wait,
+    retrying = AsyncRetrying(stop=_stopper(max(max_retries, 0) + 1), wait=_wait,
                              retry=retry_if_exception(worth_retrying), reraise=True)
     token = _METER.set(meter)
     try:
