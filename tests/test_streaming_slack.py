@@ -100,3 +100,18 @@ async def test_a_refused_append_loses_nothing(make_bot, fake_slack, llm):
     [reply] = bot_messages(fake_slack, "C0001", ts)
     assert reply["text"] == ANSWER
     assert len(fake_slack.calls_to("chat.appendStream")) == 2  # nothing appended after the refusal
+
+
+async def test_a_stream_stalling_past_the_turn_deadline_keeps_the_text_and_adds_the_search_results(
+        make_bot, fake_slack, llm):
+    llm.check_complete = False  # the stalled stream is abandoned, not finished
+    llm.script(AGENT, Stream(final(ANSWER, KB_DOC), stall_after=200, stall=30.0))
+    slack = await make_bot(turn_timeout=4.0)
+    ts = "1700005400.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    shown, rest = reply["text"].split("\n\n", 1)
+    assert ANSWER.startswith(shown) and len(shown) > 20
+    assert "incomplete" in rest and "source:" in rest  # the note, then the passages
