@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.commands import chat, evaluate, facility, knowledge, serve
+from bot.commands import chat, evaluate, facility, knowledge, serve, teams
 
 app = typer.Typer(
     name="askdesk",
@@ -13,7 +13,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for module in (knowledge, facility, chat, evaluate, serve):
+for module in (knowledge, facility, chat, evaluate, serve, teams):
     module.register(app)
 
 

@@ -1,0 +1,131 @@
+"""How one answer reaches Teams: a small renderer with start / progress / append_text /
+finish, so the agent's progress (and, later, its token stream) plugs in the same way
+whatever the conversation allows.
+
+- `StreamReply` (personal chats): the SDK's stream (`HttpStream`, what `ctx.stream` is):
+  informative updates ("Thinking…", "Searching the knowledge base…"), then the text, then
+  close, which sends the final message with its entities (citations, AI label, feedback).
+- `PostReply` (channels and group chats, where Teams does not allow streaming): a typing
+  indicator, renewed on progress, then one message.
+
+A personal chat that refuses streaming (no first chunk accepted) falls back to one posted
+message and is remembered, so the user always gets the answer and never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Awaitable, Callable, Protocol
+
+from microsoft_teams.api import MessageActivityInput, SentActivity, TypingActivityInput
+from microsoft_teams.apps import HttpStream
+
+log = logging.getLogger("askdesk.teams")
+
+Send = Callable[[MessageActivityInput | TypingActivityInput], Awaitable[SentActivity]]
+
+FIRST_CHUNK_WAIT = 5.0  # seconds for Teams to accept the first stream update before posting instead
+CLOSE_WAIT = 35.0  # the SDK gives up closing after 30 s; never hang a turn longer
+TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
+
+
+class Reply(Protocol):
+    async def start(self, text: str) -> None: ...
+
+    async def progress(self, text: str) -> None: ...
+
+    async def append_text(self, text: str) -> None: ...
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        """Send the final message; returns its activity id."""
+        ...
+
+
+class PostReply:
+    """Typing indicator, then one message."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._typed_at = 0.0
+        self.text = ""
+
+    async def _typing(self) -> None:
+        now = time.monotonic()
+        if now - self._typed_at < TYPING_EVERY:
+            return
+        self._typed_at = now
+        try:
+            await self._send(TypingActivityInput())
+        except Exception as exc:  # a typing indicator is a courtesy, never a reason to fail
+            log.info("teams: typing indicator not sent (%s)", type(exc).__name__)
+
+    async def start(self, text: str) -> None:
+        await self._typing()
+
+    async def progress(self, text: str) -> None:
+        await self._typing()
+
+    async def append_text(self, text: str) -> None:
+        self.text += text  # channels cannot stream: the final message carries everything
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        sent = await self._send(activity)
+        return sent.id
+
+
+class StreamReply:
+    """The SDK stream: informative updates, streamed text, a final message."""
+
+    def __init__(self, stream: HttpStream, send: Send, on_refused: Callable[[], None]) -> None:
+        self.stream = stream
+        self._send = send
+        self._on_refused = on_refused
+        self._accepted = asyncio.Event()
+        self.streamed = ""
+        stream.on_chunk(self._chunk)
+
+    async def _chunk(self, _: SentActivity) -> None:
+        self._accepted.set()
+
+    async def start(self, text: str) -> None:
+        self.stream.update(text)
+
+    async def progress(self, text: str) -> None:
+        if not self.streamed:  # informative updates only before the text starts
+            self.stream.update(text)
+
+    async def append_text(self, text: str) -> None:
+        self.streamed += text
+        self.stream.emit(text)
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        if not await self._stream_accepted():
+            self._on_refused()
+            return (await self._send(activity)).id
+        final = activity.text or ""
+        if self.streamed and final.startswith(self.streamed):
+            activity.text = final[len(self.streamed):]  # the stream already shows the beginning
+        elif self.streamed:
+            self.stream.clear_text()  # the answer differs from what was streamed: replace it
+        self.stream.emit(activity)
+        try:
+            sent = await asyncio.wait_for(self.stream.close(), timeout=CLOSE_WAIT)
+        except Exception as exc:
+            log.warning("teams: closing the stream failed (%s); posting the answer", type(exc).__name__)
+            sent = None
+        if sent is None:
+            activity.text = final
+            return (await self._send(activity)).id
+        return sent.id
+
+    async def _stream_accepted(self) -> bool:
+        if self._accepted.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._accepted.wait(), timeout=FIRST_CHUNK_WAIT)
+            return True
+        except asyncio.TimeoutError:
+            log.info("teams: streaming refused in this chat; posting the answer instead")
+            return False
