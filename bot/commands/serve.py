@@ -221,7 +221,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
                 log.warning("stopping a surface failed: %s", type(exc).__name__)
         if askdesk is not None:
             await askdesk.close()
-        elif runtime is not None:
+        if runtime is not None:
             await runtime.close()
         lock.release()
 
