@@ -107,7 +107,11 @@ def root_entity(message: dict) -> dict:
 # --- personal chats ------------------------------------------------------------------------------
 
 
-async def test_personal_message_streams_one_answer_with_citations_ai_label_and_feedback(make_bot, connector, llm):
+async def test_personal_message_streams_one_answer_with_citations_ai_label_and_feedback(
+        make_bot, connector, llm, monkeypatch):
+    from bot.teams import reply
+
+    monkeypatch.setattr(reply, "UPDATE_EVERY", 0.0)  # the fake model answers at once: show every update
     llm.script(AGENT, final("Families of 4 qualify up to the income limit [1]. See also [7].", KB_DOC))
     teams = await make_bot()
     conversation = personal_conversation()

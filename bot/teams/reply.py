@@ -8,8 +8,12 @@ whatever the conversation allows.
 - `PostReply` (channels and group chats, where Teams does not allow streaming): a typing
   indicator, renewed on progress, then one message.
 
-A personal chat that refuses streaming (no first chunk accepted) falls back to one posted
-message and is remembered, so the user always gets the answer and never an error.
+Informative updates are paced (at most one per UPDATE_EVERY seconds, the newest waiting
+one wins, a waiting one is dropped when the answer is ready): the SDK throttles a stream
+by queueing what arrives while it sends, and a queued final message would wait half a
+second for nothing. A personal chat that refuses streaming (no first chunk accepted) falls
+back to one posted message and is remembered, so the user always gets the answer and
+never an error.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ log = logging.getLogger("askdesk.teams")
 Send = Callable[[MessageActivityInput | TypingActivityInput], Awaitable[SentActivity]]
 
 FIRST_CHUNK_WAIT = 5.0  # seconds for Teams to accept the first stream update before posting instead
-CLOSE_WAIT = 35.0  # the SDK gives up closing after 30 s; never hang a turn longer
+CLOSE_WAIT = 35.0
+UPDATE_EVERY = 0.6  # seconds between informative updates of one stream  # the SDK gives up closing after 30 s; never hang a turn longer
 TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
 
 
@@ -84,23 +89,51 @@ class StreamReply:
         self._on_refused = on_refused
         self._accepted = asyncio.Event()
         self.streamed = ""
+        self._updated_at = float("-inf")
+        self._waiting: asyncio.TimerHandle | None = None
+        self._waiting_text = ""
+        self._done = False
         stream.on_chunk(self._chunk)
 
     async def _chunk(self, _: SentActivity) -> None:
         self._accepted.set()
 
+    def _inform(self, text: str) -> None:
+        if self.streamed or self._done:  # informative updates only before the text starts
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._updated_at + UPDATE_EVERY - loop.time()
+        if wait <= 0 and self._waiting is None:
+            self._updated_at = loop.time()
+            self.stream.update(text)
+            return
+        self._waiting_text = text
+        if self._waiting is None:
+            self._waiting = loop.call_later(max(wait, 0.0), self._release)
+
+    def _release(self) -> None:
+        self._waiting = None
+        self._inform(self._waiting_text)
+
+    def _drop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+
     async def start(self, text: str) -> None:
-        self.stream.update(text)
+        self._inform(text)
 
     async def progress(self, text: str) -> None:
-        if not self.streamed:  # informative updates only before the text starts
-            self.stream.update(text)
+        self._inform(text)
 
     async def append_text(self, text: str) -> None:
+        self._drop_waiting()
         self.streamed += text
         self.stream.emit(text)
 
     async def finish(self, activity: MessageActivityInput) -> str | None:
+        self._drop_waiting()
+        self._done = True
         if not await self._stream_accepted():
             self._on_refused()
             return (await self._send(activity)).id
