@@ -343,6 +343,7 @@ async def test_install_sends_a_welcome_with_suggested_prompts(make_bot, connecto
     status, _ = await teams.post(installation_update(connector.service_url, conversation=conversation,
                                                      user="29:user-new"))
     assert status == 200
+    await teams.bot.drain()
     [welcome] = connector.sent_messages(conversation["id"])
     assert "askdesk" in welcome["text"]
     actions = welcome["suggestedActions"]["actions"]
@@ -364,6 +365,12 @@ async def test_with_credentials_unauthenticated_requests_are_rejected(kb_runtime
     try:
         status, _ = await teams.post(message_activity(connector.service_url, "hello"))
         assert status == 401
+        status, _ = await teams.post(message_activity(connector.service_url, "hello"),
+                                     headers={"Authorization": "Bearer not-a-jwt"})
+        assert status == 401  # a malformed token fails before any key is fetched
+        status, _ = await teams.post(extension_query(connector.service_url, "infant care near 78702"))
+        assert status == 401  # invokes: the SDK's own check
+        await teams.bot.drain()
         assert connector.calls == []
         assert BOT_ID  # the activity named our bot; still refused
     finally:

@@ -148,6 +148,12 @@ def build_teams_bot(settings: Settings, askdesk: "Askdesk", runtime: "Runtime | 
     if adapter is not None:
         options["http_server_adapter"] = adapter
     bot.app = App(**options)
+    if hasattr(adapter, "early_ack"):
+        from microsoft_teams.apps.auth import InboundActivityTokenValidator
+
+        validator = (None if auth.dev_mode or not auth.client_id
+                     else InboundActivityTokenValidator(auth.client_id, cloud=bot.app.cloud))
+        adapter.early_ack(bot.spawn, validator=validator, dev_mode=auth.dev_mode)
     messages.register(bot)
     extension.register(bot)
     feedback.register(bot)
