@@ -195,6 +195,10 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             runtime = Runtime.open(settings)
         except Exception as exc:  # e.g. the embedded Qdrant directory is locked by another process
             raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
+        try:
+            runtime.embedder()  # load the embedding model now, not inside the first question's turn
+        except Exception as exc:  # the first question reports it properly
+            log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime)
         served = Served(askdesk=askdesk)
         if slack is not None:

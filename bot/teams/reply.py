@@ -87,7 +87,9 @@ class StreamReply:
         self.stream = stream
         self._send = send
         self._on_refused = on_refused
-        self._accepted = asyncio.Event()
+        self._chunk_seen = asyncio.Event()
+        self._updates = 0  # informative updates handed to the stream
+        self._chunks = 0  # stream activities Teams accepted
         self.streamed = ""
         self._updated_at = float("-inf")
         self._waiting: asyncio.TimerHandle | None = None
@@ -96,7 +98,8 @@ class StreamReply:
         stream.on_chunk(self._chunk)
 
     async def _chunk(self, _: SentActivity) -> None:
-        self._accepted.set()
+        self._chunks += 1
+        self._chunk_seen.set()
 
     def _inform(self, text: str) -> None:
         if self.streamed or self._done:  # informative updates only before the text starts
@@ -105,6 +108,7 @@ class StreamReply:
         wait = self._updated_at + UPDATE_EVERY - loop.time()
         if wait <= 0 and self._waiting is None:
             self._updated_at = loop.time()
+            self._updates += 1
             self.stream.update(text)
             return
         self._waiting_text = text
@@ -154,11 +158,18 @@ class StreamReply:
         return sent.id
 
     async def _stream_accepted(self) -> bool:
-        if self._accepted.is_set():
-            return True
-        try:
-            await asyncio.wait_for(self._accepted.wait(), timeout=FIRST_CHUNK_WAIT)
-            return True
-        except asyncio.TimeoutError:
+        """Wait until Teams accepted every update sent so far (then the final message is sent at
+        once instead of queueing behind one); False when it accepted none: streaming refused."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FIRST_CHUNK_WAIT
+        while self._chunks < self._updates and loop.time() < deadline:
+            self._chunk_seen.clear()
+            try:
+                await asyncio.wait_for(self._chunk_seen.wait(), timeout=deadline - loop.time())
+            except asyncio.TimeoutError:
+                break
+        await asyncio.sleep(0)  # let the stream's flush finish after its last send
+        if self._chunks == 0 and self._updates:
             log.info("teams: streaming refused in this chat; posting the answer instead")
             return False
+        return True
