@@ -291,7 +291,7 @@ async def test_without_llm_key_search_only_answer_with_notice_once(make_bot, con
 # --- facility search (no LLM) -------------------------------------------------------------------
 
 
-async def test_facility_message_returns_an_adaptive_card_list(make_bot, connector):
+async def test_facility_message_returns_an_adaptive_card_list(make_bot, connector, llm_server):
     teams = await make_bot()
     conversation = personal_conversation("29:user-fc")
     await teams.say("facility infant care near 78702", conversation=conversation, user="29:user-fc")
@@ -301,9 +301,10 @@ async def test_facility_message_returns_an_adaptive_card_list(make_bot, connecto
     assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
     card = json.dumps(attachment["content"])
     assert "Facilities:" in card and "Austin" in card and " mi" in card  # names, addresses, distance
+    assert llm_server.requests_for(AGENT) == [] and llm_server.requests_for(ROUTER) == []  # no LLM call
 
 
-async def test_message_extension_query_returns_facility_cards(make_bot, connector):
+async def test_message_extension_query_returns_facility_cards(make_bot, connector, llm_server):
     teams = await make_bot()
     status, body = await teams.post(extension_query(connector.service_url, "infant care near 78702"))
     assert status == 200
@@ -316,6 +317,7 @@ async def test_message_extension_query_returns_facility_cards(make_bot, connecto
     status, body = await teams.post(extension_query(connector.service_url, "", initial_run=True))
     assert body["composeExtension"]["type"] == "message" and "78702" in body["composeExtension"]["text"]
     assert connector.calls == []  # invokes answer in their HTTP response
+    assert llm_server.requests_for(AGENT) == [] and llm_server.requests_for(ROUTER) == []  # no LLM call
 
 
 # --- feedback and welcome ---------------------------------------------------------------------
