@@ -2,10 +2,10 @@
 handlers delegate to the modules that hold the behaviour (messages, extension, feedback,
 welcome).
 
-Message activities are acknowledged as soon as the SDK has parsed (and, outside dev
-mode, JWT-validated) them: the answer is worked out in a background task and sent through
-the connector, so Teams never waits on the agent and a burst of activities is acked in
-milliseconds. Invokes (message extension, feedback) answer in their HTTP response.
+Activities other than invokes are acknowledged as soon as they are authenticated (see
+bot/teams/server.py); the SDK then dispatches them to our handlers, and the answer is
+worked out in a background task and sent through the Bot Connector, so Teams never waits
+on the agent. Invokes (message extension, feedback) answer in their HTTP response.
 """
 
 from __future__ import annotations

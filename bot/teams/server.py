@@ -18,7 +18,6 @@ acknowledged in milliseconds however busy the process is, as on Slack.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import socket
