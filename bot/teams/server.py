@@ -12,15 +12,21 @@ Early acknowledgement: Teams needs the HTTP response of an invoke (message exten
 feedback) to carry its result, but nothing from any other activity. Those are answered
 200 as soon as the request is authenticated — by the SDK's own InboundActivityTokenValidator,
 the check its messaging endpoint runs — and the SDK's pipeline (which validates again and
-dispatches to our handlers) runs right after, in the background. So a burst of messages is
-acknowledged in milliseconds however busy the process is, as on Slack.
+dispatches to our handlers) runs right after, in the background, as on Slack.
+
+The listener runs on its own thread and event loop: the main loop runs the SDK and every
+answer (retrieval, embedded-store searches, model calls), and a burst of turns there must
+not delay the next activity's acknowledgement. Activities cross to the main loop with
+`run_coroutine_threadsafe`; invokes wait for their result the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
+import threading
 from typing import Any, Callable, Coroutine
 
 from aiohttp import web
@@ -61,6 +67,7 @@ class AiohttpAdapter:
         self.spawn: Spawn | None = None
         self.validator: Any = None
         self.dev_mode = False
+        self.main_loop: asyncio.AbstractEventLoop | None = None  # where the SDK runs (set at start)
 
     def early_ack(self, spawn: Spawn, *, validator: Any, dev_mode: bool) -> None:
         self.spawn, self.validator, self.dev_mode = spawn, validator, dev_mode
@@ -92,12 +99,13 @@ class AiohttpAdapter:
             if not isinstance(body, dict):
                 return web.json_response({"error": "expected an activity object"}, status=400)
             incoming = {"body": body, "headers": dict(request.headers)}
+            assert self.main_loop is not None
             if self.spawn is not None and body.get("type") != "invoke":
                 if not await self._authenticated(body, request.headers):
                     return web.json_response({"error": "Unauthorized"}, status=401)
-                self.spawn(_processed(handler, incoming))
+                self.main_loop.call_soon_threadsafe(self.spawn, _processed(handler, incoming))
                 return web.Response(status=200)
-            result = await handler(incoming)
+            result = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(handler(incoming), self.main_loop))
             status, payload = result["status"], result.get("body")
             if payload is None:
                 return web.Response(status=status)
@@ -126,12 +134,14 @@ async def _processed(handler: Any, incoming: dict) -> None:
 
 
 class TeamsListener:
-    """Owns the socket and serves the adapter's aiohttp application on it."""
+    """Owns the socket and serves the adapter's aiohttp application on it, from a thread."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._adapter = AiohttpAdapter()
         self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
@@ -142,12 +152,28 @@ class TeamsListener:
         return self._adapter
 
     async def start(self) -> None:
+        self._adapter.main_loop = asyncio.get_running_loop()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="askdesk-teams-listener", daemon=True)
+        self._thread.start()
+        await self._in_listener(self._serve())
+
+    async def _serve(self) -> None:
         self._runner = web.AppRunner(self._adapter.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.SockSite(self._runner, self.sock).start()
 
+    async def _in_listener(self, work: Coroutine[Any, Any, Any]) -> Any:
+        assert self._loop is not None
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._loop is not None and self._thread is not None:
+            if self._runner is not None:
+                await self._in_listener(self._runner.cleanup())
+                self._runner = None
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            await asyncio.to_thread(self._thread.join, 10)
+            self._loop.close()
+            self._loop = self._thread = None
         self.sock.close()
