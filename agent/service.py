@@ -83,11 +83,18 @@ class Askdesk:
         return self._tools[collection]
 
     # ----------------------------------------------------------------- the turn
+    def input_problem(self, text: str) -> str | None:
+        """The note for an empty or too long message, else None (Slack asks first, to show it privately)."""
+        text, limit = (text or "").strip(), self.settings.max_message_chars
+        if not text:
+            return self.prompts.render("empty_message")
+        return self.prompts.render("too_long", limit=limit, length=len(text)) if len(text) > limit else None
+
     async def answer(self, req: AskRequest, progress: ProgressFn | None = None) -> AnswerResult:
         started = time.perf_counter()
         text = (req.text or "").strip()
-        if not text or len(text) > self.settings.max_message_chars:
-            return AnswerResult(answer=self._bad_input(text), route="clarify")
+        if problem := self.input_problem(text):
+            return AnswerResult(answer=problem, route="clarify")
         span = self.tracer.turn("askdesk turn", {"text": text},
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         route: Route | None = None
@@ -105,11 +112,6 @@ class Askdesk:
         span.end({"answer": result.answer, "route": result.route, "llm_calls": result.llm_calls,
                   "tool_calls": result.tool_calls, "search_only": result.search_only})
         return result
-
-    def _bad_input(self, text: str) -> str:
-        if not text:
-            return self.prompts.render("empty_message")
-        return self.prompts.render("too_long", limit=self.settings.max_message_chars, length=len(text))
 
     def router(self, collection: str | None, span: Span = NOOP) -> Router:
         prefetcher, _ = self.tools(collection)

@@ -161,15 +161,34 @@ async def test_follow_up_in_thread_uses_history_from_conversations_replies(make_
     assert "For a family of 6" in bot_messages(fake_slack, "C0001", thread)[-1]["text"]
 
 
-async def test_thread_message_without_mention_is_ignored_by_default(make_bot, fake_slack):
+async def test_askers_follow_up_is_answered_without_a_new_mention(make_bot, fake_slack, llm):
+    llm.script(AGENT, final("Follow-up answered.", KB_DOC))
     slack = await make_bot()
     thread = fake_slack.add_thread("C0001", [
-        {"ts": "1700000250.000100", "user": "U0001", "text": f"<@{BOT_USER_ID}> hi"},
-        {"ts": "1700000250.000200", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": "Hello"},
+        {"ts": "1700000250.000100", "user": "U0001", "text": f"<@{BOT_USER_ID}> what is the income limit?"},
+        {"ts": "1700000250.000200", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": "It is $7,000 a month."},
     ])
-    await slack.send_event(message_event("and another thing", ts="1700000250.000300", thread_ts=thread))
+    # someone else chiming in without a mention is not a question for the bot
+    assert await slack.send_event(message_event("nice", ts="1700000250.000300", thread_ts=thread, user="U0002")) == 200
     await slack.bot.drain()
-    assert [m for m in fake_slack.methods() if m != "auth.test"] == []
+    assert bot_messages(fake_slack, "C0001", thread)[-1]["text"] == "It is $7,000 a month."
+    # the person who asked continues without mentioning it
+    await slack.send_event(message_event("and for a family of 6?", ts="1700000250.000400", thread_ts=thread))
+    await slack.bot.drain()
+    assert "Follow-up answered." in bot_messages(fake_slack, "C0001", thread)[-1]["text"]
+    [request] = llm.requests_for(AGENT)
+    assert "and for a family of 6?" in request.text and "nice" not in request.text.split("and for a family")[1]
+
+
+async def test_follow_ups_need_a_mention_when_turned_off(make_bot, fake_slack):
+    slack = await make_bot(slack_follow_ups=False)
+    thread = fake_slack.add_thread("C0001", [
+        {"ts": "1700000255.000100", "user": "U0001", "text": f"<@{BOT_USER_ID}> hi"},
+        {"ts": "1700000255.000200", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": "Hello"},
+    ])
+    await slack.send_event(message_event("and another thing", ts="1700000255.000300", thread_ts=thread))
+    await slack.bot.drain()
+    assert [m for m in fake_slack.methods() if m != "auth.test"] == []  # not even a history read
 
 
 async def test_thread_follow_up_without_mention_when_configured(make_bot, fake_slack, llm):
@@ -253,27 +272,43 @@ async def test_channel_allowlist_and_per_channel_collection(make_bot, fake_slack
 # --- DMs and the assistant pane -------------------------------------------------------------------
 
 
-async def test_dm_is_answered_in_its_thread(make_bot, fake_slack, llm):
+async def test_dm_is_answered_in_its_thread_with_the_agent_status(make_bot, fake_slack, llm):
     llm.script(AGENT, final("DM answer.", KB_DOC))
     slack = await make_bot()
     await slack.dm("who is eligible?", ts="1700000700.000100")
     await slack.bot.drain()
     [reply] = bot_messages(fake_slack, "D0001", "1700000700.000100")
     assert "DM answer." in reply["text"]
-    assert fake_slack.calls_to("assistant.threads.setStatus") == []  # a top-level DM is not an assistant thread
+    # agent messaging experience: the top-level message is the thread, its status shows progress
+    status = fake_slack.calls_to("assistant.threads.setStatus")[0].args
+    assert status["thread_ts"] == "1700000700.000100" and status["loading_messages"] == ["Thinking…"]
 
 
-async def test_assistant_thread_started_greets_with_suggested_prompts(make_bot, fake_slack):
+async def test_messages_tab_opened_sets_prompts_without_thread_and_welcomes_once(make_bot, fake_slack):
     slack = await make_bot(slack_suggested_prompts=["Who is eligible?", "Infant care near 78702"])
-    event = {"type": "assistant_thread_started", "event_ts": "1700000800.000200",
-             "assistant_thread": {"user_id": "U0001", "channel_id": "D0001", "thread_ts": "1700000800.000100",
+    opened = {"type": "app_home_opened", "user": "U0001", "channel": "D0001", "tab": "messages",
+              "event_ts": "1700000800.000100"}
+    assert await slack.send_event(opened) == 200
+    assert await slack.send_event(dict(opened, event_ts="1700000801.000100")) == 200
+    assert await slack.send_event(dict(opened, tab="home", event_ts="1700000802.000100")) == 200
+    await slack.bot.drain()
+    first, second = fake_slack.calls_to("assistant.threads.setSuggestedPrompts")
+    assert [p["message"] for p in first.args["prompts"]] == ["Who is eligible?", "Infant care near 78702"]
+    assert first.args["channel_id"] == "D0001" and "thread_ts" not in first.args  # agent apps: no thread_ts
+    [welcome] = fake_slack.calls_to("chat.postMessage")  # an empty DM gets one welcome, not one per visit
+    assert welcome.args["channel"] == "D0001" and "<@U0001>" in welcome.args["text"]
+    assert "thread_ts" not in welcome.args
+
+
+async def test_legacy_assistant_thread_still_gets_prompts(make_bot, fake_slack):
+    slack = await make_bot(slack_suggested_prompts=["Who is eligible?"])
+    event = {"type": "assistant_thread_started", "event_ts": "1700000850.000200",
+             "assistant_thread": {"user_id": "U0001", "channel_id": "D0001", "thread_ts": "1700000850.000100",
                                   "context": {"channel_id": "C0001", "team_id": "T0001"}}}
     assert await slack.send_event(event) == 200
     await slack.bot.drain()
-    [greeting] = fake_slack.calls_to("chat.postMessage")
-    assert greeting.args["thread_ts"] == "1700000800.000100" and "<@U0001>" in greeting.args["text"]
     [prompts] = fake_slack.calls_to("assistant.threads.setSuggestedPrompts")
-    assert [p["message"] for p in prompts.args["prompts"]] == ["Who is eligible?", "Infant care near 78702"]
+    assert prompts.args["thread_ts"] == "1700000850.000100"
 
 
 async def test_assistant_message_shows_status_sets_title_and_answers(make_bot, fake_slack, llm):

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 from agent.feedback import Feedback, FeedbackStore
-from agent.messages import ChatMessage
 from agent.references import Reference
 from bot.slack import blocks
 from bot.slack.dedupe import Deduper
-from bot.slack.history import strip_mention, to_chat, trim
+from bot.slack.history import askers, strip_mention, to_chat
 from bot.slack.rate_limit import RateLimiter
 
 
@@ -136,10 +135,14 @@ def test_history_strips_mentions_and_marks_bot_turns():
     assert strip_mention("<@UBOT>", "UBOT") == ""
 
 
-def test_history_trim_keeps_most_recent():
-    msgs = [ChatMessage(role="user", content=str(i) * 100) for i in range(10)]
-    kept = trim(msgs, 350)
-    assert [m.content[0] for m in kept] == ["7", "8", "9"]
+def test_askers_are_the_people_the_bot_answered_in_a_thread():
+    raw = [
+        {"ts": "1", "user": "U1", "text": "<@UBOT> what is CCS?"},
+        {"ts": "2", "user": "UBOT", "bot_id": "B1", "text": "CCS is child care services."},
+        {"ts": "3", "user": "U2", "text": "interesting"},
+    ]
+    assert askers(raw, "UBOT", "B1") == {"U1"}
+    assert askers(raw[:1], "UBOT", "B1") == set()  # the bot has not answered yet
 
 
 async def test_feedback_store_keeps_text_only_when_allowed(tmp_path):
@@ -160,7 +163,10 @@ def test_manifest_declares_everything_the_bot_uses():
 
     manifest = yaml.safe_load((Path(__file__).resolve().parent.parent / "manifest.yml").read_text())
     events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
-    assert {"app_mention", "message.im", "assistant_thread_started", "assistant_thread_context_changed"} <= events
+    assert {"app_mention", "message.im", "message.channels", "message.groups", "app_home_opened"} <= events
+    assert "agent_view" in manifest["features"] and "assistant_view" not in manifest["features"]
+    assert manifest["features"]["agent_view"]["agent_description"]
+    assert all({"title", "message"} <= set(p) for p in manifest["features"]["agent_view"]["suggested_prompts"])
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     # events and Web API methods the bot calls -> the scopes they need
     assert {"app_mentions:read", "im:history", "channels:history", "groups:history", "chat:write",

@@ -69,7 +69,7 @@ async def test_slack_and_teams_served_by_one_process_over_one_askdesk(fakes, mon
                                            on_ready=ready.append))
     try:
         served = await _wait_ready(server, ready)
-        assert served.slack.askdesk is served.teams.askdesk is served.askdesk  # one core, one store
+        assert served.slack.services.askdesk is served.teams.askdesk is served.askdesk  # one core, one store
         assert "WITHOUT authentication" in capsys.readouterr().err  # dev mode says so at start
 
         # a second serve on the same data dir stops at once, with the reason and the way out

@@ -1,7 +1,7 @@
 """Heading-aware chunking of Markdown-flavoured text.
 
-1. Split the document at ATX headings (`#`..`######`, outside code fences); every section
-   keeps its heading path ("Part 2 > Eligibility > Income").
+1. Split the document at ATX headings (`#`..`######`, found by the Markdown parser in
+   agent/markdown.py, so never inside a code block); every section keeps its heading path ("Part 2 > Eligibility > Income").
 2. Cut each section into units that must never be split: paragraphs, list items, table rows
    (a table's header row is repeated on every chunk the table continues into), and — only
    when a paragraph alone is too long — sentences, then whitespace-separated words. Cuts fall
@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-CHUNKER_VERSION = 1  # bump when chunk boundaries change, so ingestion re-chunks every file
+from agent.markdown import segments
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+CHUNKER_VERSION = 2  # bump when chunk boundaries change, so ingestion re-chunks every file
+# (2: headings found by the Markdown parser; the sample KB chunks identically, edge cases differ)
+
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9%)\]\"'][.!?])\s+(?=\S)")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -54,11 +55,12 @@ def clean_heading(text: str) -> str:
 
 
 def split_sections(text: str, title: str = "") -> list[Section]:
-    """Sections in document order, each with its heading path (the document's H1 is the title)."""
+    """Sections in document order, each with its heading path (the document's H1 is the title).
+    Headings are found by the Markdown parser (agent/markdown.py), so a `#` line inside a
+    code block is never one."""
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     body: list[str] = []
-    in_fence = False
 
     def flush() -> None:
         content = "\n".join(body).strip()
@@ -66,15 +68,12 @@ def split_sections(text: str, title: str = "") -> list[Section]:
             sections.append(Section(path=[h for _, h in stack], body=content))
         body.clear()
 
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if not match:
-            body.append(line)
+    for segment in segments(text):
+        if segment.kind != "heading":
+            body.extend(segment.lines)
             continue
         flush()
-        level, heading = len(match.group(1)), clean_heading(match.group(2))
+        level, heading = segment.level, clean_heading(segment.title)
         while stack and stack[-1][0] >= level:
             stack.pop()
         if level == 1 and (not stack) and (not title or heading == title):

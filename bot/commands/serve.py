@@ -43,7 +43,7 @@ def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: s
     """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
     if not bot_token:
         raise StartupError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from the app's "
-                           "OAuth & Permissions page (see README, Slack).")
+                           "OAuth & Permissions page (see docs/slack.md).")
     if not bot_token.startswith("xoxb-"):
         raise StartupError("SLACK_BOT_TOKEN must be a bot token starting with xoxb-.")
     if app_token:
@@ -89,9 +89,9 @@ def slack_config() -> SlackConfig:
 
 async def start_slack(settings, askdesk, runtime, config: SlackConfig, host: str):
     """The running Slack bot and a coroutine function that stops it."""
-    from bot.slack.app import build_slack_bot, make_client
+    from bot.slack.app import build_slack_app, make_client
 
-    bot = build_slack_bot(settings, askdesk, runtime, token=config.bot_token,
+    bot = build_slack_app(settings, askdesk, runtime, token=config.bot_token,
                           signing_secret=config.signing_secret if config.mode == "http" else None)
     who = f"@{config.identity.get('user')} in {config.identity.get('team')}"
     if config.mode == "socket":

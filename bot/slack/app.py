@@ -1,47 +1,43 @@
-"""Build the Slack app: one `SlackBot` (shared state) and a slack_bolt `AsyncApp` whose
-listeners delegate to the modules that hold the behaviour (events, assistant, commands,
-actions).
+"""Build the Slack app: a slack_bolt `AsyncApp`, its listeners registered per concern, and
+Bolt's own aiohttp web app for HTTP mode.
 
-Bolt acknowledges every event before our listener runs (`process_before_response=False`),
-so the agent always works after the 3-second ack; slash commands ack with a short
-"Searching…" and finish through `respond`. The Web API client honours Slack's 429
-`Retry-After` through slack_sdk's rate-limit retry handler.
+Events are acked as soon as their signature checks out (bot/slack/http.py) and then
+dispatched through Bolt, whose listeners run as tasks of their own
+(`process_before_response=False`), so the agent always works after the 3-second ack; slash commands ack with a short "Searching…" and finish through
+`respond`. Listeners get what they use from Bolt (bot/slack/services.py). The Web API
+client honours Slack's 429 `Retry-After` through slack_sdk's rate-limit retry handler.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
+from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
 )
-from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
-from agent.feedback import FeedbackStore
-from bot.slack.dedupe import Deduper
+from bot.slack import actions, agent_view, commands, events
 from bot.slack.history import ThreadHistory
-from bot.slack.rate_limit import RateLimiter
+from bot.slack.http import EVENTS_PATH, healthz, request_guard
+from bot.slack.services import Answering, SlackServices
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
     from agent.service import Askdesk
 
 log = logging.getLogger("askdesk.slack")
-
-EVENTS_PATH = "/slack/events"
+BOLT_LOGGER = "askdesk.slack.bolt"
 
 
 def api_base_url(url: str) -> str:
@@ -60,102 +56,86 @@ def make_client(settings: Settings, token: str | None) -> AsyncWebClient:
     )
 
 
-@dataclass
-class SlackBot:
-    """Process-wide Slack state shared by every listener."""
+def quiet_library_logs() -> None:
+    """Bolt logs whole request bodies at INFO/DEBUG and slack_sdk every API call's arguments at
+    DEBUG: message text must never reach a log, whatever `-v` sets the root level to."""
+    for name in ("slack_bolt", "slack_sdk", BOLT_LOGGER):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
-    settings: Settings
-    askdesk: "Askdesk"
-    runtime: "Runtime | None"
-    client: AsyncWebClient
-    signing_secret: str | None = None
-    app: AsyncApp = field(init=False)
-    dedupe: Deduper = field(default_factory=Deduper)
-    limiter: RateLimiter = field(init=False)
-    history: ThreadHistory = field(init=False)
-    feedback: FeedbackStore = field(init=False)
-    notices_shown: Deduper = field(default_factory=lambda: Deduper(ttl_seconds=7 * 24 * 3600))
-    questions: OrderedDict[str, str] = field(default_factory=OrderedDict)  # answer id -> question (store_text)
-    no_assistant_api: set[str] = field(default_factory=set)  # team ids without the assistant feature
-    no_streaming: set[str] = field(default_factory=set)  # team ids where chat.startStream is refused
-    _inflight: set[asyncio.Task] = field(default_factory=set)
 
-    def __post_init__(self) -> None:
-        self.limiter = RateLimiter(self.settings.rate_limit_per_minute)
-        self.history = ThreadHistory(self.client)
-        self.feedback = FeedbackStore(self.settings.sqlite_path, store_text=self.settings.store_text)
+class _Started(AsyncListenerStartHandler):
+    """Bolt runs this inside each listener's task: keep a (strong) reference to it."""
 
-    def remember_question(self, answer_id: str, question: str) -> None:
-        if not self.settings.store_text:
-            return
-        self.questions[answer_id] = question
-        while len(self.questions) > 5000:
-            self.questions.popitem(last=False)
+    def __init__(self, tasks: set[asyncio.Task]) -> None:
+        self.tasks = tasks
 
-    @contextlib.asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
-        """Mark a listener's background work, so `drain()` (tests, shutdown) can wait for it."""
+    async def handle(self, request: Any, response: Any) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self._inflight.add(task)
-        try:
-            yield
-        finally:
-            if task is not None:
-                self._inflight.discard(task)
+            self.tasks.add(task)
+
+
+class _Finished(AsyncListenerCompletionHandler):
+    def __init__(self, tasks: set[asyncio.Task]) -> None:
+        self.tasks = tasks
+
+    async def handle(self, request: Any, response: Any) -> None:
+        self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+
+
+def register_listeners(app: AsyncApp) -> None:
+    """One module per concern, as in Slack's bolt-python-assistant-template."""
+    events.register(app)
+    agent_view.register(app)
+    commands.register(app)
+    actions.register(app)
+
+
+class SlackApp:
+    """The Bolt app plus what a process needs around it: HTTP serving and draining."""
+
+    def __init__(self, settings: Settings, app: AsyncApp, services: SlackServices, signing_secret: str | None) -> None:
+        self.settings = settings
+        self.app = app
+        self.services = services
+        self.signing_secret = signing_secret
+        self.inflight: set[asyncio.Task] = set()  # running listeners, for drain()
+        app.listener_runner.listener_start_handler = _Started(self.inflight)
+        app.listener_runner.listener_completion_handler = _Finished(self.inflight)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait until listeners started so far have finished."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        await asyncio.sleep(0.02)  # let just-dispatched listener tasks start
-        while self._inflight and loop.time() < deadline:
-            await asyncio.wait(list(self._inflight), timeout=max(0.01, deadline - loop.time()))
+        idle = 0
+        while idle < 3 and loop.time() < deadline:  # a just-acked listener may not have started yet
             await asyncio.sleep(0.01)
-
-    # --- HTTP mode ---------------------------------------------------------------------------
+            if self.inflight:
+                idle = 0
+                await asyncio.wait(list(self.inflight), timeout=max(0.01, deadline - loop.time()))
+            else:
+                idle += 1
 
     def web_app(self) -> web.Application:
-        """aiohttp application: Bolt on POST /slack/events, plus GET /healthz for load balancers.
-
-        Events API deliveries are acknowledged as soon as their signature checks out and are
-        dispatched to Bolt right after the response: the ack never waits behind Bolt's
-        middleware, a cold-start auth.test or agent work queued on the loop, so Slack sees it
-        well inside its 3-second limit even under a burst. Everything whose HTTP response
-        carries content (url_verification, slash commands, button clicks) goes through Bolt
-        directly.
-        """
-        verifier = SignatureVerifier(self.signing_secret) if self.signing_secret else None
-
-        async def events(request: web.Request) -> web.Response:
-            body = await request.text()
-            if verifier is not None and request.content_type == "application/json":
-                headers = request.headers
-                if not verifier.is_valid(body, headers.get("X-Slack-Request-Timestamp", ""),
-                                         headers.get("X-Slack-Signature", "")):
-                    return web.json_response({"error": "invalid request"}, status=401)
-                if '"event_callback"' in body:
-                    bolt_request = AsyncBoltRequest(body=body, query=request.query_string,
-                                                    headers={k.lower(): [v] for k, v in headers.items()})
-                    if bolt_request.body.get("type") == "event_callback":
-                        self._track(asyncio.ensure_future(self.app.async_dispatch(bolt_request)))
-                        return web.Response(status=200)
-            bolt_request = AsyncBoltRequest(body=body, query=request.query_string,
-                                            headers={k.lower(): [v] for k, v in request.headers.items()})
-            bolt_response = await self.app.async_dispatch(bolt_request)
-            return await to_aiohttp_response(bolt_response)
-
-        async def healthz(_: web.Request) -> web.Response:
-            return web.json_response({"ok": True})
-
-        application = web.Application()
-        application.router.add_post(EVENTS_PATH, events)
+        """Bolt's aiohttp application (POST /slack/events) behind the request guard, plus
+        GET /healthz for load balancers."""
+        application = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
+        if self.signing_secret:
+            application.middlewares.append(request_guard(self.signing_secret, self._dispatch_event))
         application.router.add_get("/healthz", healthz)
         return application
 
-    def _track(self, task: asyncio.Future) -> None:
-        self._inflight.add(task)  # type: ignore[arg-type]
-        task.add_done_callback(self._inflight.discard)
+    def _dispatch_event(self, request: web.Request, body: str) -> None:
+        """Run an already-acked event through Bolt (its middleware, dedupe and listeners),
+        after the ack is on its way: even building Bolt's request waits until then."""
+        query, headers = request.query_string, dict(request.headers)
+
+        async def dispatch() -> None:
+            await self.app.async_dispatch(AsyncBoltRequest(body=body, query=query, headers=headers))  # type: ignore[arg-type]
+
+        task = asyncio.ensure_future(dispatch())
+        self.inflight.add(task)
+        task.add_done_callback(self.inflight.discard)
 
     async def start_http(self, host: str = "0.0.0.0", port: int = 3000) -> tuple[web.AppRunner, int]:
         """Serve HTTP mode; returns the runner (call `cleanup()`) and the bound port (port=0 picks one)."""
@@ -163,41 +143,39 @@ class SlackBot:
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        bound = next(iter(runner.addresses))[1]
         return runner, bound
 
 
-def build_slack_bot(
+def build_slack_app(
     settings: Settings,
     askdesk: "Askdesk",
     runtime: "Runtime | None" = None,
     *,
     token: str | None,
     signing_secret: str | None,
-) -> SlackBot:
+) -> SlackApp:
     """The Slack bot for one workspace (bot token), listeners registered."""
-    from bot.slack import actions, assistant, commands, events
-
+    quiet_library_logs()
     client = make_client(settings, token)
-    bot = SlackBot(settings=settings, askdesk=askdesk, runtime=runtime, client=client, signing_secret=signing_secret)
-    bot.app = AsyncApp(
+    app = AsyncApp(
         client=client,
         signing_secret=signing_secret or "",
         request_verification_enabled=bool(signing_secret),
-        logger=logging.getLogger("askdesk.slack.bolt"),
-        name="askdesk",
+        process_before_response=False,
+        logger=logging.getLogger(BOLT_LOGGER),
+        name=BOLT_LOGGER,  # Bolt names its own loggers after the app: keep them under this one
     )
+    services = SlackServices.create(settings, askdesk, runtime, ThreadHistory(client))
+    services.install(app)
 
-    @bot.app.middleware
-    async def drop_retries(body: dict[str, Any], next: Any) -> Any:
+    @app.middleware
+    async def drop_retries(body: dict[str, Any], answering: Answering, next: Callable[[], Awaitable[Any]]) -> Any:
         """A re-delivered event (same event_id) is acked and dropped before any listener."""
-        if body.get("type") == "event_callback" and bot.dedupe.seen_event(body.get("event_id")):
+        if body.get("type") == "event_callback" and answering.seen.seen_event(body.get("event_id")):
             log.info("slack: duplicate delivery of %s ignored", body.get("event_id"))
             return BoltResponse(status=200, body="")
         return await next()
 
-    events.register(bot)
-    assistant.register(bot)
-    commands.register(bot)
-    actions.register(bot)
-    return bot
+    register_listeners(app)
+    return SlackApp(settings, app, services, signing_secret)

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, Iterable
 
+from agent.markdown import segments
+from agent.prompts import PromptSet, default_prompts
 from agent.references import Reference
 
 PART_CHARS = 8000  # per message: well inside the 12k markdown-block budget, room for sources
@@ -37,61 +39,34 @@ def plain(text: str, limit: int = 3000) -> str:
 
 # --- splitting ----------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
 def _units(text: str) -> list[tuple[str, str]]:
-    """Split Markdown into atomic units: ('code', fenced block), ('table', rows), ('text', paragraph)."""
+    """Split Markdown into atomic units: ('code', fenced block), ('table', rows), ('text', paragraph).
+    Code blocks and tables come from the Markdown parser (agent/markdown.py)."""
     units: list[tuple[str, str]] = []
-    lines = text.split("\n")
-    i = 0
-    paragraph: list[str] = []
-
-    def flush() -> None:
-        if paragraph:
-            units.append(("text", "\n".join(paragraph)))
-            paragraph.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            marker = fence.group(1)
-            block = [line]
-            i += 1
-            while i < len(lines):
-                block.append(lines[i])
-                i += 1
-                if lines[i - 1].strip().startswith(marker) and len(block) > 1:
-                    break
-            units.append(("code", "\n".join(block)))
+    for segment in segments(text):
+        if segment.kind in ("code", "table"):
+            units.append((segment.kind, segment.text))
             continue
-        if line.lstrip().startswith("|"):
-            flush()
-            block = []
-            while i < len(lines) and lines[i].lstrip().startswith("|"):
-                block.append(lines[i])
-                i += 1
-            units.append(("table", "\n".join(block)))
-            continue
-        if not line.strip():
-            flush()
-        else:
-            paragraph.append(line)
-        i += 1
-    flush()
+        paragraph: list[str] = []
+        for line in (*segment.lines, ""):
+            if line.strip():
+                paragraph.append(line)
+            elif paragraph:
+                units.append(("text", "\n".join(paragraph)))
+                paragraph = []
     return units
 
 
 def _split_unit(kind: str, text: str, limit: int) -> list[str]:
     """Cut one oversized unit into valid pieces: code keeps its fences, tables their header."""
     lines = text.split("\n")
-    if kind == "code":
-        opening = lines[0]
-        closing = lines[-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else opening.strip()[:3]
-        body = lines[1:-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else lines[1:]
-        head, tail = [opening], [closing]
+    fence = lines[0].strip()[:3]
+    if kind == "code" and fence in ("```", "~~~"):
+        closed = len(lines) > 1 and lines[-1].strip().startswith(fence)
+        body = lines[1:-1] if closed else lines[1:]
+        head, tail = [lines[0]], [lines[-1] if closed else fence]
+    elif kind == "code":  # an indented code block: cut between lines
+        head, body, tail = [], lines, []
     elif kind == "table":
         head, body, tail = lines[:2], lines[2:], []
     else:
@@ -156,14 +131,19 @@ def source_lines(references: Iterable[Reference]) -> list[str]:
     return lines
 
 
-def sources_block(references: list[Reference]) -> Block | None:
+def _texts(prompts: "PromptSet | None") -> "PromptSet":
+    return prompts if prompts is not None else default_prompts()
+
+
+def sources_block(references: list[Reference], prompts: "PromptSet | None" = None) -> Block | None:
     lines = source_lines(references)
     if not lines:
         return None
+    heading = _texts(prompts).render("sources_heading")
     return {
         "type": "context",
         "block_id": "askdesk_sources",
-        "elements": [{"type": "mrkdwn", "text": plain("*Sources*\n" + "\n".join(lines))}],
+        "elements": [{"type": "mrkdwn", "text": plain(f"*{heading}*\n" + "\n".join(lines))}],
     }
 
 
@@ -181,7 +161,9 @@ def feedback_value(answer_id: str, route: str, references: list[Reference]) -> s
         sources = sources[:-1]
 
 
-def feedback_block(value: str) -> Block:
+def feedback_block(value: str, prompts: "PromptSet | None" = None) -> Block:
+    texts = _texts(prompts)
+
     def button(emoji: str, label: str, action_id: str) -> Block:
         return {
             "type": "button",
@@ -193,30 +175,33 @@ def feedback_block(value: str) -> Block:
     return {
         "type": "actions",
         "block_id": FEEDBACK_BLOCK_ID,
-        "elements": [button("👍", "Helpful", FEEDBACK_UP), button("👎", "Not helpful", FEEDBACK_DOWN)],
+        "elements": [button("👍", texts.render("feedback_helpful"), FEEDBACK_UP),
+                     button("👎", texts.render("feedback_not_helpful"), FEEDBACK_DOWN)],
     }
 
 
-def footer_blocks(references: list[Reference], notice: str | None, value: str | None) -> list[Block]:
+def footer_blocks(references: list[Reference], notice: str | None, value: str | None,
+                  prompts: "PromptSet | None" = None) -> list[Block]:
     """Sources, an optional notice and feedback buttons: the end of the last answer part."""
     blocks: list[Block] = []
-    source = sources_block(references)
+    source = sources_block(references, prompts)
     if source:
         blocks.append(source)
     if notice:
         blocks.append(notice_block(notice))
     if value:
-        blocks.append(feedback_block(value))
+        blocks.append(feedback_block(value, prompts))
     return blocks
 
 
 def answer_messages(
-    answer: str, references: list[Reference], *, notice: str | None, value: str | None
+    answer: str, references: list[Reference], *, notice: str | None, value: str | None,
+    prompts: "PromptSet | None" = None,
 ) -> list[list[Block]]:
     """Blocks of each message of an answer; the footer rides on the last one."""
     parts = split_markdown(answer or "…")
     messages = [[markdown_block(p)] for p in parts]
-    messages[-1].extend(footer_blocks(references, notice, value))
+    messages[-1].extend(footer_blocks(references, notice, value, prompts))
     return messages
 
 
@@ -251,13 +236,15 @@ def facility_hits(result: Any) -> list[Any]:
     return list(result.results.facilities) if result.results else []
 
 
-def facility_blocks(result: Any, *, shareable: bool, shared_by: str | None = None) -> list[Block]:
+def facility_blocks(result: Any, *, shareable: bool, shared_by: str | None = None,
+                    prompts: "PromptSet | None" = None) -> list[Block]:
     """A /facility result (agent.facilities.command.FacilityCommandResult) as a compact list."""
     hits = facility_hits(result)
     total = result.results.total if result.results else 0
-    header = f"*Facilities:* {escape_mrkdwn(plain(result.summary or result.text, 500))}"
+    texts = _texts(prompts)
+    header = f"*{texts.render('facilities_heading')}:* {escape_mrkdwn(plain(result.summary or result.text, 500))}"
     if shared_by:
-        header += f" — shared by <@{shared_by}>"
+        header += " — " + texts.render("facilities_shared_by", user=shared_by)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
     notes = list(result.notes)
     if result.results and result.results.message:
@@ -265,18 +252,18 @@ def facility_blocks(result: Any, *, shareable: bool, shared_by: str | None = Non
     if notes:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": plain(escape_mrkdwn("; ".join(notes)), 2000)}]})
     if not hits:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "No facilities match that search."}})
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": texts.render("facilities_none")}})
     for hit in hits[:MAX_FACILITIES]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": plain(facility_line(hit))}})
     if total > min(len(hits), MAX_FACILITIES):
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"Showing {min(len(hits), MAX_FACILITIES)} of {total}; narrow the search to see others."}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": texts.render("facilities_more", shown=min(len(hits), MAX_FACILITIES), total=total)}]})
     if shareable and hits:
         blocks.append({
             "type": "actions",
             "block_id": "askdesk_facility",
             "elements": [{
                 "type": "button",
-                "text": {"type": "plain_text", "text": "Share in channel"},
+                "text": {"type": "plain_text", "text": texts.render("share_in_channel")},
                 "action_id": FACILITY_SHARE,
                 "value": plain(result.text, BUTTON_VALUE_CHARS),
             }],
@@ -284,9 +271,10 @@ def facility_blocks(result: Any, *, shareable: bool, shared_by: str | None = Non
     return blocks
 
 
-def facility_text(result: Any) -> str:
+def facility_text(result: Any, prompts: "PromptSet | None" = None) -> str:
     """Notification text of a /facility result."""
     hits = facility_hits(result)
     if not hits:
-        return f"No facilities found: {result.summary or result.text}"
-    return plain(f"{len(hits)} facilities — {result.summary}: " + ", ".join(h.name for h in hits[:5]))
+        return _texts(prompts).render("facilities_none_for", query=result.summary or result.text)
+    names = ", ".join(h.name for h in hits[:5])
+    return plain(_texts(prompts).render("facilities_found", count=len(hits), summary=result.summary, names=names))

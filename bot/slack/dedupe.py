@@ -11,30 +11,18 @@ worker per app (Socket Mode and a single HTTP replica do).
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
+from bot.slack.cache import bounded
 
 
 class Deduper:
     def __init__(self, ttl_seconds: float = 600.0, max_keys: int = 50_000) -> None:
-        self.ttl = ttl_seconds
-        self.max_keys = max_keys
-        self._seen: OrderedDict[str, float] = OrderedDict()
-
-    def _expire(self, now: float) -> None:
-        while self._seen:
-            key, stamp = next(iter(self._seen.items()))
-            if now - stamp < self.ttl and len(self._seen) <= self.max_keys:
-                break
-            self._seen.popitem(last=False)
+        self._seen = bounded(max_keys, ttl_seconds)
 
     def first_time(self, key: str) -> bool:
         """True the first time `key` is offered within the TTL, False for every repeat."""
-        now = time.monotonic()
-        self._expire(now)
         if key in self._seen:
             return False
-        self._seen[key] = now
+        self._seen[key] = True
         return True
 
     def seen_event(self, event_id: str | None) -> bool:

@@ -1,10 +1,11 @@
-"""Messages in: mentions in channels, DMs and assistant-pane messages -> one answer each.
+"""Messages in: mentions in channels, DMs and follow-ups in threads -> one answer each.
 
 Rules: channel messages are answered when they mention the bot (always in the mention's
-thread); later thread messages without a mention only when
-`slack_thread_requires_mention` is off and the bot already spoke in that thread. Bots
-(this one included), edits and system subtypes are ignored. DMs and assistant threads
-answer every message. Each user message is answered once, whichever of its deliveries
+thread). In a thread the bot answered, the person who asked gets answers to follow-ups
+without mentioning it again (`slack_follow_ups`); other people mention it (or, with
+`slack_thread_requires_mention` off, any reply in a thread the bot is in is answered).
+Bots (this one included), edits and system subtypes are ignored. DMs answer every
+message, in its thread. Each user message is answered once, whichever of its deliveries
 (`app_mention` / `message`) arrives first.
 """
 
@@ -13,19 +14,18 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.service import AnswerResult, AskRequest
 from bot.slack.blocks import feedback_value
-from bot.slack.history import mentions, strip_mention
-from bot.slack.reply import Reply
-
-if TYPE_CHECKING:
-    from bot.slack.app import SlackBot
+from bot.slack.history import askers, mentions, strip_mention
+from bot.slack.reply import Reply, SayStream, SetStatus, describe
+from bot.slack.services import Answering
 
 log = logging.getLogger("askdesk.slack")
 
@@ -33,7 +33,6 @@ log = logging.getLogger("askdesk.slack")
 # changes, bot_message, message_deleted, ...) is not a question.
 USER_SUBTYPES = {None, "file_share", "thread_broadcast"}
 FEEDBACK_ROUTES = {"knowledge", "facility", "clarify"}
-THINKING = "Thinking…"
 
 
 @dataclass
@@ -53,6 +52,17 @@ class Incoming:
         return f"{self.channel}:{self.thread_ts}"
 
 
+@dataclass
+class Slack:
+    """Bolt's per-request helpers for one message."""
+
+    context: AsyncBoltContext
+    client: AsyncWebClient
+    say_stream: SayStream | None
+    set_status: SetStatus | None
+    set_title: Any
+
+
 def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool) -> Incoming | None:
     """The question in an event, or None when the event is not a user's question."""
     if event.get("subtype") not in USER_SUBTYPES or event.get("bot_id") or event.get("edited"):
@@ -61,11 +71,11 @@ def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool
     if not user or user == context.bot_user_id:
         return None
     channel, ts = event.get("channel"), event.get("ts")
-    if not channel or not ts:
+    if not isinstance(channel, str) or not isinstance(ts, str):
         return None
-    raw = event.get("text") or ""
-    is_dm = event.get("channel_type") == "im" or str(channel).startswith("D")
-    thread_ts = event.get("thread_ts")
+    raw = event.get("text") if isinstance(event.get("text"), str) else ""
+    is_dm = event.get("channel_type") == "im" or channel.startswith("D")
+    thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
     return Incoming(
         channel=channel, ts=ts, thread_ts=thread_ts or ts, in_thread=bool(thread_ts and thread_ts != ts),
         user=user, team=event.get("team") or context.team_id, text=strip_mention(raw, context.bot_user_id),
@@ -73,52 +83,70 @@ def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool
     )
 
 
-def register(bot: "SlackBot") -> None:
-    @bot.app.event("app_mention")
-    async def on_mention(event: dict, context: AsyncBoltContext, client: AsyncWebClient) -> None:
-        async with bot.working():
-            await handle(bot, parse(event, context, via_mention=True), context, client)
+def register(app: AsyncApp) -> None:
+    @app.event("app_mention")
+    async def on_mention(event: dict, context: AsyncBoltContext, client: AsyncWebClient, answering: Answering,
+                         say_stream: Any, set_status: Any, set_title: Any) -> None:
+        slack = Slack(context, client, say_stream, set_status if _is_dm(event) else None, set_title)
+        await handle(answering, parse(event, context, via_mention=True), slack)
 
-    @bot.app.event("message")
-    async def on_message(event: dict, context: AsyncBoltContext, client: AsyncWebClient) -> None:
-        async with bot.working():
-            await handle(bot, parse(event, context, via_mention=False), context, client)
+    @app.event("message")
+    async def on_message(event: dict, context: AsyncBoltContext, client: AsyncWebClient, answering: Answering,
+                         say_stream: Any, set_status: Any, set_title: Any) -> None:
+        slack = Slack(context, client, say_stream, set_status if _is_dm(event) else None, set_title)
+        await handle(answering, parse(event, context, via_mention=False), slack)
 
 
-def channel_allowed(bot: "SlackBot", channel: str) -> bool:
-    allow = bot.settings.slack_channels
+def _is_dm(event: dict[str, Any]) -> bool:
+    return event.get("channel_type") == "im"
+
+
+def channel_allowed(answering: Answering, channel: str) -> bool:
+    allow = answering.settings.slack_channels
     return not allow or channel in allow
 
 
-async def _bot_in_thread(bot: "SlackBot", incoming: Incoming, context: AsyncBoltContext) -> bool:
-    try:
-        raw = await bot.history.messages(incoming.channel, incoming.thread_ts)
-    except SlackApiError:
+async def _follow_up_allowed(answering: Answering, incoming: Incoming, context: AsyncBoltContext) -> bool:
+    """An unmentioned thread reply: answered when the bot answered this person here (or anyone, if configured)."""
+    settings = answering.settings
+    if not incoming.in_thread or not channel_allowed(answering, incoming.channel):
         return False
-    return any(m.get("user") == context.bot_user_id or (context.bot_id and m.get("bot_id") == context.bot_id) for m in raw)
+    if not settings.slack_follow_ups and settings.slack_thread_requires_mention:
+        return False
+    try:
+        raw = await answering.threads.messages(incoming.channel, incoming.thread_ts)
+    except SlackApiError as exc:
+        log.info("slack: thread history unavailable (%s); follow-up ignored", describe(exc))
+        return False
+    earlier = [m for m in raw if m.get("ts") != incoming.ts]
+    bot_spoke = any(m.get("user") == context.bot_user_id or (context.bot_id and m.get("bot_id") == context.bot_id)
+                    for m in earlier)
+    if not bot_spoke:
+        return False
+    if not settings.slack_thread_requires_mention:
+        return True
+    return incoming.user in askers(earlier, context.bot_user_id, context.bot_id)
 
 
-async def handle(bot: "SlackBot", incoming: Incoming | None, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+async def handle(answering: Answering, incoming: Incoming | None, slack: Slack) -> None:
     if incoming is None:
         return
     if not incoming.is_dm:
         if not incoming.mentioned:
-            follow_up = incoming.in_thread and not bot.settings.slack_thread_requires_mention
-            if not follow_up or not channel_allowed(bot, incoming.channel):
+            if not await _follow_up_allowed(answering, incoming, slack.context):
                 return
-            if not await _bot_in_thread(bot, incoming, context):
-                return
-        elif not channel_allowed(bot, incoming.channel):
-            if bot.dedupe.claim_message(incoming.channel, incoming.ts):
-                await _ephemeral(client, incoming, "I'm not enabled in this channel. Ask me in a DM, or ask an admin to add this channel to askdesk's allowlist.")
+        elif not channel_allowed(answering, incoming.channel):
+            if answering.seen.claim_message(incoming.channel, incoming.ts):
+                await _note(slack.client, incoming, answering.askdesk.prompts.render("channel_not_enabled"))
             return
-    if not bot.dedupe.claim_message(incoming.channel, incoming.ts):
+    if not answering.seen.claim_message(incoming.channel, incoming.ts):
         log.debug("slack: %s:%s already answered", incoming.channel, incoming.ts)
         return
-    await answer(bot, incoming, context, client)
+    await answer(answering, incoming, slack)
 
 
-async def _ephemeral(client: AsyncWebClient, incoming: Incoming, text: str) -> None:
+async def _note(client: AsyncWebClient, incoming: Incoming, text: str) -> None:
+    """A private note to the asker (in a DM, simply a reply)."""
     try:
         if incoming.is_dm:
             await client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts, text=text)
@@ -126,52 +154,40 @@ async def _ephemeral(client: AsyncWebClient, incoming: Incoming, text: str) -> N
             await client.chat_postEphemeral(
                 channel=incoming.channel, user=incoming.user, thread_ts=incoming.thread_ts, text=text
             )
-    except SlackApiError as exc:
-        log.warning("slack: could not send a note: %s", exc.response.get("error"))
+    except Exception as exc:
+        log.warning("slack: could not send a note: %s", describe(exc))
 
 
-def _rate_note(seconds: float) -> str:
-    return (
-        f"You're asking faster than I can keep up — please try again in {int(seconds)} s. "
-        "(Your question wasn't lost: just send it again then.)"
-    )
-
-
-async def answer(bot: "SlackBot", incoming: Incoming, context: AsyncBoltContext, client: AsyncWebClient) -> None:
-    settings = bot.settings
-    if not incoming.text:
-        await _ephemeral(client, incoming, "Ask me a question — for example “Who is eligible for child care assistance?”")
+async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None:
+    askdesk, settings = answering.askdesk, answering.settings
+    problem = askdesk.input_problem(incoming.text)
+    if problem:
+        await _note(slack.client, incoming, problem)
         return
-    if len(incoming.text) > settings.max_message_chars:
-        await _ephemeral(
-            client, incoming,
-            f"Your message is {len(incoming.text):,} characters long; I can take at most "
-            f"{settings.max_message_chars:,}. Please shorten it to the question itself.",
-        )
-        return
-    wait = bot.limiter.check(incoming.user)
+    wait = answering.limiter.check(incoming.user)
     if wait:
-        await _ephemeral(client, incoming, _rate_note(wait))
+        await _note(slack.client, incoming, askdesk.prompts.render("rate_limited", seconds=int(wait)))
         return
 
-    assistant_thread = incoming.is_dm and incoming.in_thread and (incoming.team or "") not in bot.no_assistant_api
+    context = slack.context
     reply = Reply(
-        bot, client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
-        user_id=incoming.user, assistant=assistant_thread,
+        slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
+        streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
+        set_status=slack.set_status, prompts=askdesk.prompts,
     )
-    await reply.progress(THINKING)  # instant feedback: a status line, stream task or placeholder
+    await reply.progress(askdesk.prompts.render("thinking"))  # instant feedback: status, stream task or placeholder
 
     history, raw = [], []
     if incoming.in_thread:
         try:
-            history, raw = await bot.history.chat_history(
+            history, raw = await answering.threads.chat_history(
                 incoming.channel, incoming.thread_ts, before_ts=incoming.ts, bot_user_id=context.bot_user_id,
-                bot_id=context.bot_id, budget_chars=settings.history_chars,
+                bot_id=context.bot_id,
             )
-        except SlackApiError as exc:
-            log.warning("slack: conversations.replies failed (%s); answering without history", exc.response.get("error"))
-    if reply.assistant and not any(m.role == "user" for m in history):
-        await _set_title(bot, client, incoming)
+        except Exception as exc:
+            log.warning("slack: conversations.replies failed (%s); answering without history", describe(exc))
+    if slack.set_title is not None and not any(m.role == "user" for m in history):
+        await _set_title(slack, incoming.text)
 
     request = AskRequest(
         text=incoming.text, surface="slack", thread_id=incoming.thread_id, user_id=incoming.user,
@@ -179,39 +195,42 @@ async def answer(bot: "SlackBot", incoming: Incoming, context: AsyncBoltContext,
     )
     answer_id = uuid.uuid4().hex[:12]
     try:
-        result = await bot.askdesk.answer(request, progress=reply.progress)
+        result = await askdesk.answer(request, progress=reply.progress)
     except Exception:  # answer() promises not to raise; a bug must still not leave the user hanging
         log.exception("slack: answer failed (reference %s)", answer_id)
-        result = AnswerResult(
-            answer=f"Sorry, something went wrong while answering. Please try again. (reference {answer_id})",
-            route="knowledge",
-        )
+        result = AnswerResult(answer=askdesk.prompts.render("internal_error", ref=answer_id), route="knowledge")
 
-    notice = result.notice if result.notice and _first_notice(bot, incoming, raw, result.notice) else None
+    notice = result.notice if result.notice and _first_notice(answering, incoming, raw, result.notice) else None
     value = feedback_value(answer_id, result.route, result.references) if result.route in FEEDBACK_ROUTES else None
     try:
         await reply.finish(result.answer, result.references, notice=notice, value=value)
-    except SlackApiError as exc:
-        log.error("slack: posting the answer failed (reference %s): %s", answer_id, exc.response.get("error"))
+    except Exception as exc:
+        log.error("slack: delivering the answer failed (reference %s): %s", answer_id, describe(exc))
+        try:
+            await reply.apologise(askdesk.prompts.render("delivery_error", ref=answer_id))
+        except Exception as again:
+            log.error("slack: the apology was not delivered either (reference %s): %s", answer_id, describe(again))
         return
-    bot.remember_question(answer_id, incoming.text)
-    bot.history.remember(
+    answering.questions.remember(answer_id, incoming.text)
+    answering.threads.remember(
         incoming.channel, incoming.thread_ts,
-        {"ts": incoming.ts, "user": incoming.user, "text": incoming.text},
-        *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": result.answer} for ts in reply.posted_ts[:1]),
+        {"ts": incoming.ts, "user": incoming.user, "text": incoming.text if not incoming.mentioned
+         else f"<@{context.bot_user_id}> {incoming.text}"},
+        *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": result.answer}
+          for ts in reply.posted_ts[:1]),
     )
 
 
-def _first_notice(bot: "SlackBot", incoming: Incoming, raw: list[dict], notice: str) -> bool:
+def _first_notice(answering: Answering, incoming: Incoming, raw: list[dict], notice: str) -> bool:
     """Say the "no provider key" notice once per thread (also across restarts: the thread shows it)."""
     if any(notice in str(m.get("blocks") or "") or notice in (m.get("text") or "") for m in raw):
         return False
-    return bot.notices_shown.first_time(incoming.thread_id)
+    return answering.notices.first_time(incoming.thread_id)
 
 
-async def _set_title(bot: "SlackBot", client: AsyncWebClient, incoming: Incoming) -> None:
-    title = incoming.text if len(incoming.text) <= 60 else incoming.text[:59].rstrip() + "…"
+async def _set_title(slack: Slack, text: str) -> None:
+    title = text if len(text) <= 60 else text[:59].rstrip() + "…"
     try:
-        await client.assistant_threads_setTitle(channel_id=incoming.channel, thread_ts=incoming.thread_ts, title=title)
-    except SlackApiError as exc:
-        log.info("slack: thread title unavailable (%s)", exc.response.get("error"))
+        await slack.set_title(title)
+    except Exception as exc:
+        log.info("slack: thread title unavailable (%s)", describe(exc))

@@ -1,18 +1,21 @@
 """Delivering one answer into a thread: streamed where the workspace allows, else posted
 then updated.
 
-Streaming uses slack_sdk's `chat_stream` helper (chat.startStream / appendStream /
+Streaming uses Bolt's `say_stream` (slack_sdk's chat.startStream / appendStream /
 stopStream): tool progress appears as task updates, then the answer text, and the stop
-call attaches the sources and feedback buttons. A workspace that refuses streaming is
-remembered and gets the classic path: a placeholder reply that progress updates edit and
-the final answer replaces. In the assistant pane, progress goes to the thread status
-instead (assistant.threads.setStatus with loading messages).
+call attaches the sources and feedback buttons. In DMs (Slack's agent messaging
+experience) progress goes to the thread status instead (Bolt's `set_status`).
+
+Failures degrade one message, not the workspace: a Slack 5xx or a dropped connection on
+chat.startStream makes *this* answer a placeholder that is updated, and the next answer
+streams again. Only an explicit refusal (streaming or agent status not enabled for the
+app) pauses the feature for that workspace, for a cool-down, then it is tried again.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
@@ -21,69 +24,98 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
 from bot.slack.blocks import answer_messages, fallback_text, footer_blocks, split_markdown
+from bot.slack.cache import CoolDown
 
 if TYPE_CHECKING:
-    from bot.slack.app import SlackBot
+    from agent.prompts import PromptSet
 
 log = logging.getLogger("askdesk.slack")
 
 STREAM_BUFFER_CHARS = 600
+FEATURE_COOL_DOWN_S = 600.0
+TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
+
+SayStream = Callable[..., Awaitable[AsyncChatStream]]
+SetStatus = Callable[..., Awaitable[Any]]
+
+
+def describe(exc: BaseException) -> str:
+    """One log-safe line for a Slack failure: the API error code or the exception type."""
+    if isinstance(exc, SlackApiError):
+        return f"{exc.response.get('error')} (HTTP {exc.response.status_code})"
+    return type(exc).__name__
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Slack answered and said no (feature off, scope missing): worth remembering for a while.
+    A 5xx, a rate limit or a dropped connection is not: the next message tries again."""
+    return (isinstance(exc, SlackApiError) and exc.response.status_code < 500
+            and exc.response.get("error") not in TRANSIENT_ERRORS)
+
+
+class Features:
+    """Workspaces where streaming or the agent status was refused, each for a cool-down."""
+
+    def __init__(self, cool_down_s: float = FEATURE_COOL_DOWN_S) -> None:
+        self.no_streaming = CoolDown(cool_down_s)
+        self.no_status = CoolDown(cool_down_s)
 
 
 class Reply:
     def __init__(
-        self, bot: "SlackBot", client: AsyncWebClient, *, channel: str, thread_ts: str,
-        team_id: str | None, user_id: str | None, assistant: bool,
+        self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str | None,
+        streaming: bool, features: Features, say_stream: SayStream | None = None,
+        set_status: SetStatus | None = None, prompts: "PromptSet | None" = None,
     ) -> None:
-        self.bot = bot
         self.client = client
+        self.prompts = prompts
         self.channel = channel
         self.thread_ts = thread_ts
         self.team_id = team_id or ""
-        self.user_id = user_id
-        self.assistant = assistant
-        self.streaming = bot.settings.slack_streaming and self.team_id not in bot.no_streaming
+        self.features = features
+        self.say_stream = say_stream
+        self.set_status = set_status if self.team_id not in features.no_status else None
+        self.streaming = streaming and say_stream is not None and self.team_id not in features.no_streaming
         self.stream: AsyncChatStream | None = None
         self.placeholder_ts: str | None = None
         self.tasks: list[str] = []
         self.posted_ts: list[str] = []
 
+    @property
+    def uses_status(self) -> bool:
+        return self.set_status is not None
+
     # --- progress -------------------------------------------------------------------------
 
-    async def status(self, text: str) -> None:
-        """Assistant-pane status ("is thinking…" with loading messages); no-op elsewhere."""
-        if not self.assistant or self.team_id in self.bot.no_assistant_api:
-            return
-        try:
-            await self.client.assistant_threads_setStatus(
-                channel_id=self.channel, thread_ts=self.thread_ts, status="is thinking…",
-                loading_messages=[text],
-            )
-        except SlackApiError as exc:
-            # Workspaces without the assistant feature (or plain DMs) refuse it: answer without.
-            log.info("slack: assistant status unavailable (%s); plain DM mode", exc.response.get("error"))
-            self.bot.no_assistant_api.add(self.team_id)
-            self.assistant = False
-
     async def progress(self, text: str) -> None:
-        """Show a tool status line such as "Searching the knowledge base…"."""
-        if self.assistant:
-            await self.status(text)
-            if self.assistant:
-                return
-        if self.streaming:
-            try:
-                await self._stream_task(text)
-                return
-            except SlackApiError as exc:
-                if self.stream is not None and self.stream.ts:
-                    log.warning("slack: stream progress failed: %s", exc.response.get("error"))
-                    return
-                self._stream_refused(exc)
+        """Show a status line such as "Searching the knowledge base…"; never raises."""
         try:
+            if self.set_status is not None and await self._status(text):
+                return
+            if self.streaming:
+                try:
+                    await self._stream_task(text)
+                    return
+                except Exception as exc:
+                    if self.stream is not None and self.stream.ts:
+                        log.warning("slack: stream progress failed: %s", describe(exc))
+                        return
+                    self._stream_failed(exc)
             await self._placeholder(f"_{text}_")
-        except SlackApiError as exc:
-            log.warning("slack: progress update failed: %s", exc.response.get("error"))
+        except Exception as exc:
+            log.warning("slack: progress update failed: %s", describe(exc))
+
+    async def _status(self, text: str) -> bool:
+        assert self.set_status is not None
+        try:
+            await self.set_status(status="is thinking…", loading_messages=[text])
+            return True
+        except Exception as exc:
+            log.info("slack: thread status unavailable (%s); answering without it", describe(exc))
+            if is_refusal(exc):
+                self.features.no_status.pause(self.team_id)
+            self.set_status = None
+            return False
 
     async def _stream_task(self, text: str) -> None:
         """Complete the previous task and show `text` as the running one."""
@@ -91,7 +123,6 @@ class Reply:
         self.tasks.append(text)
         chunks.append(TaskUpdateChunk(id=f"task{len(self.tasks)}", title=text, status="in_progress"))
         stream = await self._open_stream()
-        assert stream is not None
         await stream.append(chunks=chunks)
 
     def _complete_last_task(self) -> list[TaskUpdateChunk]:
@@ -99,21 +130,19 @@ class Reply:
             return []
         return [TaskUpdateChunk(id=f"task{len(self.tasks)}", title=self.tasks[-1], status="complete")]
 
-    async def _open_stream(self) -> AsyncChatStream | None:
-        if self.stream is not None:
-            return self.stream
-        if not self.streaming:
-            return None
-        stream = await self.client.chat_stream(
-            channel=self.channel, thread_ts=self.thread_ts, buffer_size=STREAM_BUFFER_CHARS,
-            recipient_team_id=self.team_id or None, recipient_user_id=self.user_id,
-        )
-        self.stream = stream
-        return stream
+    async def _open_stream(self) -> AsyncChatStream:
+        if self.stream is None:
+            assert self.say_stream is not None
+            self.stream = await self.say_stream(buffer_size=STREAM_BUFFER_CHARS)
+        return self.stream
 
-    def _stream_refused(self, exc: SlackApiError) -> None:
-        log.info("slack: streaming unavailable (%s); posting instead", exc.response.get("error"))
-        self.bot.no_streaming.add(self.team_id)
+    def _stream_failed(self, exc: BaseException) -> None:
+        """This message is posted instead of streamed; a refusal also pauses the workspace."""
+        if is_refusal(exc):
+            log.info("slack: streaming refused (%s); posting instead for a while", describe(exc))
+            self.features.no_streaming.pause(self.team_id)
+        else:
+            log.warning("slack: streaming failed (%s); posting this answer instead", describe(exc))
         self.streaming = False
         self.stream = None
 
@@ -127,24 +156,25 @@ class Reply:
     # --- the answer ----------------------------------------------------------------------
 
     async def finish(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
+        """Deliver the answer; raises when Slack fails after something was already shown."""
         parts = split_markdown(answer or "…")
         if self.streaming:
             try:
-                await self._finish_stream(parts[0], footer_blocks(references, notice, value) if len(parts) == 1 else None)
-            except SlackApiError as exc:
+                await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts) if len(parts) == 1 else None)
+            except Exception as exc:
                 if self.stream is not None and self.stream.ts:
                     raise  # the stream exists: never post the same answer twice
-                self._stream_refused(exc)
+                self._stream_failed(exc)
             else:
                 if len(parts) > 1:
-                    tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value)
+                    tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value,
+                                           prompts=self.prompts)
                     await self._post_parts(tail, use_placeholder=False)
                 return
-        await self._post_parts(answer_messages(answer, references, notice=notice, value=value))
+        await self._post_parts(answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts))
 
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
-        assert stream is not None
         chunks = self._complete_last_task()
         if chunks:
             await stream.append(chunks=chunks)
@@ -166,3 +196,10 @@ class Reply:
                 channel=self.channel, thread_ts=self.thread_ts, text=text, blocks=blocks,
             )
             self.posted_ts.append(response.get("ts"))
+
+    async def apologise(self, text: str) -> None:
+        """Replace whatever this reply showed with `text` (best effort: Slack may be down)."""
+        if self.placeholder_ts:
+            await self.client.chat_update(channel=self.channel, ts=self.placeholder_ts, text=text, blocks=[])
+        else:
+            await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text)

@@ -56,7 +56,7 @@ class FakeSlackAPI:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = next(iter(self._runner.addresses))[1]
         return self
 
     async def stop(self) -> None:
@@ -329,10 +329,10 @@ class SlackHarness:
     async def start(cls, fake: FakeSlackAPI, settings: Any, askdesk: Any, runtime: Any = None) -> "SlackHarness":
         import aiohttp
 
-        from bot.slack.app import build_slack_bot
+        from bot.slack.app import build_slack_app
 
         settings = settings.model_copy(update={"slack_api_url": fake.api_url})
-        bot = build_slack_bot(settings, askdesk, runtime, token="xoxb-test", signing_secret=SIGNING_SECRET)
+        bot = build_slack_app(settings, askdesk, runtime, token="xoxb-test", signing_secret=SIGNING_SECRET)
         harness = cls(fake, bot)
         harness._runner, port = await bot.start_http("127.0.0.1", 0)
         harness.url = f"http://127.0.0.1:{port}/slack/events"

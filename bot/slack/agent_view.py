@@ -1,0 +1,71 @@
+"""Slack's agent messaging experience (manifest `agent_view`): the bot's messages tab.
+
+When someone opens the messages tab (`app_home_opened`, tab "messages"), the composer
+gets suggested prompts — set without a `thread_ts`, as agent apps must — and a person
+whose DM with the bot is still empty gets a one-line welcome. Their messages then
+arrive as ordinary DMs and are answered by bot/slack/events.py, with the thread status
+("is thinking…") while the answer is being prepared.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent.config import Settings
+from bot.slack.cache import bounded
+from bot.slack.reply import describe
+
+log = logging.getLogger("askdesk.slack")
+
+PROMPT_TITLE_CHARS = 75
+MAX_PROMPTS = 4
+RECHECK_S = 24 * 3600  # ask Slack whether a DM is empty at most once a day per person
+
+
+def suggestions(settings: Settings) -> list[dict[str, str]]:
+    return [{"title": p if len(p) <= PROMPT_TITLE_CHARS else p[:PROMPT_TITLE_CHARS - 1] + "…", "message": p}
+            for p in settings.slack_suggested_prompts[:MAX_PROMPTS]]
+
+
+def register(app: AsyncApp) -> None:
+    checked = bounded(50_000, RECHECK_S)
+
+    @app.event("app_home_opened")
+    async def messages_tab_opened(event: dict, client: AsyncWebClient, settings: Settings, askdesk: Any,
+                                  set_suggested_prompts: Any) -> None:
+        if event.get("tab") != "messages":
+            return
+        prompts = suggestions(settings)
+        if prompts and set_suggested_prompts is not None:
+            try:
+                await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))
+            except Exception as exc:
+                log.info("slack: suggested prompts unavailable (%s)", describe(exc))
+        user, channel = event.get("user"), event.get("channel")
+        if not user or not channel or user in checked:
+            return
+        checked[user] = True
+        try:
+            history = await client.conversations_history(channel=channel, limit=1)
+            if not history.get("messages"):
+                await client.chat_postMessage(channel=channel, text=askdesk.prompts.render("welcome", user=user))
+        except Exception as exc:
+            log.info("slack: welcome not sent (%s)", describe(exc))
+
+    @app.event("assistant_thread_started")
+    async def legacy_thread_started(settings: Settings, askdesk: Any, set_suggested_prompts: Any) -> None:
+        """An app still installed with the legacy `assistant_view` manifest (prompts per thread)."""
+        prompts = suggestions(settings)
+        if prompts and set_suggested_prompts is not None:
+            try:
+                await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))
+            except Exception as exc:
+                log.info("slack: suggested prompts unavailable (%s)", describe(exc))
+
+    @app.event("assistant_thread_context_changed")
+    async def legacy_context_changed() -> None:
+        """The user switched channels with the legacy pane open; answers do not depend on it."""
