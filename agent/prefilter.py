@@ -1,11 +1,12 @@
 """The LLM-free pre-filter: rules and knowledge-base similarity decide the clear cases.
 
-It runs before any model call, so greetings, facility searches, obvious off-topic
+It runs before any model call, so greetings, facility searches, clearly off-topic
 messages and questions that closely match the knowledge base never pay for the router
-model. Without an LLM key it is the whole router. Deliberately biased towards answering:
-a terse on-topic question ("PEIMS #s?") must never be refused, so a message is refused
-only when it both looks unrelated (off-topic wording or low similarity to the documents)
-and carries no word of the domain.
+model. Without an LLM key it is the whole router. It holds no word of any domain: whether a
+message is on-topic is decided by meaning against the knowledge base and shipped off-topic
+examples (agent/topicality.py); the domain's own words come from the knowledge base and the
+deployment's domain file (agent/domain.py). Deliberately biased towards answering: a terse
+on-topic question ("PEIMS #s?") must never be refused.
 """
 
 from __future__ import annotations
@@ -14,44 +15,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from agent.domain import EMPTY, Domain
 from agent.messages import ChatMessage
+from agent.topicality import TopicVerdict
 
-# --------------------------------------------------------------------------- vocabulary
-# Words of the domain (child-care assistance in Texas), in the three languages of the
-# knowledge base. A match means "never refuse without asking a model".
-_DOMAIN = [
-    r"child ?care", r"day ?care", r"pre-?k", r"pre-?school", r"nurser(y|ies)", r"kinder",
-    r"\bccs\b", r"\btrs\d?\b", r"texas rising star", r"\bpso?c\b", r"share of cost", r"co-?pay",
-    r"\bsmi\b", r"\bfpg\b", r"\bbcy ?\d*", r"\bffy ?\d*", r"\bccdf\b", r"\bccr\b", r"\bcacfp\b",
-    r"\btwc\b", r"\bpdg\b", r"\bqris\b", r"\bpeims\b", r"\blccc\b", r"\bcda\b", r"t\.?e\.?a\.?c\.?h",
-    r"workforce", r"board", r"eligib", r"subsid", r"waitlist", r"wait list", r"provider", r"parent",
-    r"famil", r"\bfam\b", r"infant", r"toddler", r"preschool", r"school-age", r"teacher", r"caregiver",
-    r"attendance", r"absence", r"enroll", r"licens", r"accredit", r"inspection", r"complaint",
-    r"reimburse", r"payment", r"tuition", r"income", r"job search", r"disaster", r"drill",
-    r"stakeholder", r"state plan", r"legislat", r"grant", r"scholarship", r"market rate", r"desk aid",
-    r"probation", r"water safety", r"kinderconnect", r"tx3c", r"workintexas", r"relative",
-    # Spanish
-    r"cuidado", r"niñ[oa]s?", r"guarder[ií]a", r"proveedor", r"familia", r"copago", r"padres?\b",
-    r"folleto", r"cerebro", r"oficina", r"elegib", r"ingreso",
-    # Vietnamese
-    r"trẻ", r"nhà trẻ", r"điểm danh", r"phụ huynh", r"gia đình", r"chăm sóc", r"hỗ trợ", r"tổng đài",
-]
-_DOMAIN_RE = re.compile("|".join(_DOMAIN), re.IGNORECASE)
-
-# Topics staff ask a chatbot about that the documents never cover.
-_OFFTOPIC = [
-    r"\bweather\b", r"\bforecast\b", r"\bfreez(e|ing)\b", r"\bsnow\b", r"\brain(ing)?\b", r"\btemperature\b",
-    r"\bwho won\b", r"\bscore of\b", r"\bshowdown\b", r"\bfootball\b", r"\bbaseball\b", r"\bbasketball\b",
-    r"\bsuper ?bowl\b", r"\bnfl\b", r"\bnba\b", r"\bplayoffs?\b",
-    r"\bregex\b", r"\bjavascript\b", r"\bpython\b", r"\btypescript\b", r"\bsql query\b", r"\bcss\b",
-    r"\bhtml\b", r"\bstack ?trace\b", r"\bcompile\b",
-    r"\btallest\b", r"\bcapital of\b", r"\bpopulation of\b", r"\bwho invented\b", r"\btrivia\b",
-    r"\bdeals?\b", r"\bdiscount\b", r"\bcoupon\b", r"\bstanding desk\b", r"\bamazon\b", r"\bbest price\b",
-    r"\bjokes?\b", r"\bpoem\b", r"\briddle\b", r"\blyrics\b", r"\bmovie\b", r"\bnetflix\b",
-    r"\brecipe\b", r"\bbake\b", r"\brestaurant\b", r"\bpizza\b", r"\bstock price\b", r"\bbitcoin\b",
-    r"\bhoroscope\b", r"\blottery\b",
-]
-_OFFTOPIC_RE = re.compile("|".join(_OFFTOPIC), re.IGNORECASE)
+# No domain words here: the knowledge base's own vocabulary and the deployment's domain file
+# (agent/domain.py) supply them; these patterns are about how people write, in any domain.
 
 _GREETING_RE = re.compile(
     r"^(hi|hello|hey|hiya|howdy|yo|good (morning|afternoon|evening)|thanks?( you)?( so much)?|thank you|thx|ty|"
@@ -61,20 +30,16 @@ _GREETING_RE = re.compile(
     re.IGNORECASE,
 )
 
-# Facility search: a kind of care or facility, plus a place / distance / capacity / hours.
-_FACILITY_NOUN_RE = re.compile(
-    r"\b(cent(er|re)s?|day ?cares?|facilit(y|ies)|providers?|programs?|preschools?|nurser(y|ies)|"
-    r"(infant|baby|toddler|drop-?in|part-?time|full-?time|after-?school|school-?age|night|weekend|"
-    r"special needs)( child)? care|toddlers|infants|babies)\b",
-    re.IGNORECASE,
-)
+# Facility search: a word naming a facility (generic ones + the domain file's) or a criterion of
+# the registry's schema (agent/facilities/query_parser.py), plus a place / distance / capacity / hours.
 _PLACE_RE = re.compile(
     r"(\b\d{5}\b|\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b|\bnear (me|\w+)|\b[A-Z][a-z]+ (county|co\.)\b|"
     r"\bin [A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\d+\+? (kids|children|slots|capacity)\b|\bopen (by|until|till|at) \d)",
 )
+# Asking about amounts, rules or reasons: a question for the documents, even with a place in it.
 _KNOWLEDGE_MARKERS_RE = re.compile(
-    r"(\$|%|\brates?\b|\bbcy|\bpso?c\b|\bboard\b|\bpolicy\b|\brules?\b|\beligib|\bincome\b|\bpayment|"
-    r"\bhow (many|much|often|long)\b|\bwhat (is|are|does)\b|\bwhy\b)",
+    r"(\$|%|\brates?\b|\bpolicy\b|\brules?\b|\bfees?\b|\bcosts?\b|\bdeadlines?\b|\brequire"
+    r"|\bhow (many|much|often|long|do|does|can)\b|\bwhat (is|are|does|do)\b|\bwhy\b)",
     re.IGNORECASE,
 )
 
@@ -83,8 +48,11 @@ _FOLLOWUP_START_RE = re.compile(
     r"^\s*(and|also|plus|but|or|what about|how about|same for|what if|then|y|¿y|e|và|còn|thế còn|qu[eé] tal)\b",
     re.IGNORECASE,
 )
+# The lead words of a follow-up, dropped from the detail ("and for a family of 6?" -> "family of 6?").
+# Whole words only: "What if their income…" keeps "their", "And another child?" keeps "another".
 _FOLLOWUP_LEAD_RE = re.compile(
-    r"^\s*(and|also|plus|but|or|what about|how about|same for|what if|then|y|¿y|và|còn|thế còn)\b[\s,]*(for|the|a|an)?\s*",
+    r"^\s*(and|also|plus|but|or|what about|how about|same for|what if|then|y|¿y|và|còn|thế còn)\b[\s,]*"
+    r"(?:(?:for|the|a|an)\b)?\s*",
     re.IGNORECASE,
 )
 _ANAPHORA_RE = re.compile(r"\b(that|this|those|these|it|they|them|the same|the year before|the one)\b", re.IGNORECASE)
@@ -98,20 +66,22 @@ def is_greeting(text: str) -> bool:
     return bool(_GREETING_RE.match(normalize(text)))
 
 
-def has_domain_words(text: str) -> bool:
-    return bool(_DOMAIN_RE.search(text))
+def looks_like_facility_search(text: str, domain: Domain = EMPTY) -> bool:
+    """"centers within 10 miles of 78702", "infant care in San Antonio": a facility noun (generic or
+    the domain file's) or an age group / service of the registry's schema, plus a place."""
+    from agent.facilities.query_parser import mentions_facility_criteria
 
-
-def has_offtopic_words(text: str) -> bool:
-    return bool(_OFFTOPIC_RE.search(text))
-
-
-def looks_like_facility_search(text: str) -> bool:
-    """"infant care in San Antonio", "centers within 10 miles of 78702", "drop-in care, 150+ kids"."""
     text = normalize(text)
-    if not _FACILITY_NOUN_RE.search(text) or not _PLACE_RE.search(text):
+    if not _PLACE_RE.search(text):
+        return False
+    if not (domain.facility_re.search(text) or mentions_facility_criteria(text)):
         return False
     return not _KNOWLEDGE_MARKERS_RE.search(text)
+
+
+def starts_like_followup(text: str) -> bool:
+    """"and for 5 people?", "what about…": it continues something, even where the thread is unknown."""
+    return bool(_FOLLOWUP_START_RE.match(normalize(text)))
 
 
 def previous_user_messages(history: list[ChatMessage]) -> list[str]:
@@ -184,26 +154,27 @@ class PrefilterVerdict:
     followup: bool = False
 
 
-def classify_rules(text: str, history: list[ChatMessage]) -> PrefilterVerdict:
-    """Everything the pre-filter can say before looking at the knowledge base."""
+def classify_rules(text: str, history: list[ChatMessage], domain: Domain = EMPTY) -> PrefilterVerdict:
+    """Everything the pre-filter can say from the wording alone (greetings, facility searches);
+    whether a message is on-topic is decided by meaning (agent/topicality.py)."""
     text = normalize(text)
     followup = is_followup(text, history)
     if is_greeting(text):
         return PrefilterVerdict("smalltalk", "greeting")
-    if looks_like_facility_search(text):
+    if looks_like_facility_search(text, domain):
         return PrefilterVerdict("facility", "facility words + place", followup)
-    if has_offtopic_words(text) and not has_domain_words(text) and not followup:
-        return PrefilterVerdict("offtopic", "off-topic words, no domain words")
     return PrefilterVerdict(None, "needs similarity", followup)
 
 
-def classify_similarity(text: str, best_score: float | None, *, refuse_below: float, accept_above: float) -> PrefilterVerdict:
-    """Decide with the best dense similarity of the message to the knowledge base."""
-    domain = has_domain_words(text)
+def classify_similarity(best_score: float | None, topic: TopicVerdict | None, *, protected: bool,
+                        refuse_below: float, accept_above: float) -> PrefilterVerdict:
+    """Decide with the best dense similarity of the message to the knowledge base and the topic check."""
     if best_score is None:  # empty knowledge base / store down: cannot judge, do not refuse
         return PrefilterVerdict(None, "no similarity available")
-    if best_score < refuse_below and not domain:
-        return PrefilterVerdict("offtopic", f"similarity {best_score:.3f} < {refuse_below}, no domain words")
-    if best_score >= accept_above or domain:
-        return PrefilterVerdict("knowledge", f"similarity {best_score:.3f}" + (", domain words" if domain else ""))
+    if topic is not None and topic.offtopic:
+        return PrefilterVerdict("offtopic", topic.reason)
+    if best_score < refuse_below and not protected:
+        return PrefilterVerdict("offtopic", f"similarity {best_score:.3f} < {refuse_below}")
+    if best_score >= accept_above or protected:
+        return PrefilterVerdict("knowledge", f"similarity {best_score:.3f}" + (", domain terms" if protected else ""))
     return PrefilterVerdict(None, f"similarity {best_score:.3f} in the grey zone")

@@ -184,6 +184,7 @@ REQUIRED: dict[str, set[str]] = {
     "facilities_found": {"count", "summary", "names"},
     "facilities_more": {"shown", "total"},
     "share_in_channel": set(),
+    "facility_extract": {"message", "understood", "leftover"},
 }
 
 

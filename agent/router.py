@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from agent.domain import EMPTY, Domain
 from agent.messages import ChatMessage
 from agent.prefilter import (
     PrefilterVerdict,
@@ -20,6 +21,8 @@ from agent.prefilter import (
     classify_similarity,
     heuristic_rewrite,
     looks_like_facility_search,
+    previous_user_messages,
+    starts_like_followup,
 )
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError, Usage
@@ -30,8 +33,31 @@ from agent.tracing import NOOP, Span
 log = logging.getLogger(__name__)
 
 
-# Runs get_formatted_context for a query; returns None when the knowledge base is unavailable.
-ContextFn = Callable[[str], Awaitable[ToolResult | None]]
+# Runs get_formatted_context for a query (fused with the `also` (query, weight) searches);
+# returns None when the knowledge base is unavailable.
+ContextFn = Callable[..., Awaitable[ToolResult | None]]
+
+# Weight of the thread-context search fused with the message's own search (weight 1, no model):
+# the message alone carries the new detail, the context carries the topic; equal weights let a
+# passage found by both win. A message of a few index terms ("and the year before?") says too
+# little to search alone, so its context counts double (chosen on the dev conversations).
+CONTEXT_WEIGHT = 1.0
+CONTEXT_WEIGHT_SHORT = 2.0
+SHORT_TERMS = 3
+
+
+def context_weight(text: str) -> float:
+    from agent.knowledge.sparse import tokens
+
+    return CONTEXT_WEIGHT_SHORT if len(set(tokens(text))) <= SHORT_TERMS else CONTEXT_WEIGHT
+
+
+class TopicJudge(Protocol):
+    """agent.topicality.TopicCheck: is a message about the knowledge base at all?"""
+
+    async def protected(self, text: str) -> str | None: ...
+
+    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False) -> Any: ...
 
 
 @dataclass
@@ -44,6 +70,7 @@ class Route:
     clarification: str | None = None
     prefetch: ToolResult | None = None  # knowledge context already retrieved for `query`
     best_score: float | None = None
+    also: list[tuple[str, float]] = field(default_factory=list)  # searches fused with `query`
     usages: list[Usage] = field(default_factory=list)  # every router-model attempt, failed ones too
 
     @property
@@ -67,35 +94,54 @@ class Router:
     accept_above: float = 0.86
     model_first: bool = False  # benchmarks: ask the model for everything the rules leave open
     prefetch: bool = True  # False (benchmark baseline): the router model's route is not followed by a search
-
+    domain_words: Domain = EMPTY  # the deployment's domain file (facility nouns, terms)
+    topic: TopicJudge | None = None  # the off-topic check by meaning (None: similarity floor only)
 
     async def route(self, text: str, history: list[ChatMessage], span: Span = NOOP) -> Route:
-        rules = classify_rules(text, history)
+        rules = classify_rules(text, history, self.domain_words)
         if rules.route is not None:
             return self._from_prefilter(rules, text, history)
-        if rules.followup or (self.model_first and self.model is not None):
-            spent: list[Usage] = []
-            if self.model is not None:
-                decided, spent = await self._ask_model(text, history, span)
-                if decided is not None:
-                    return decided
-            fallback = await self._heuristic_followup(text, history)
-            fallback.usages = spent
-            return fallback
-        prefetch = await self.context(text)
-        best = best_dense_score(prefetch)
-        verdict = classify_similarity(text, best, refuse_below=self.refuse_below, accept_above=self.accept_above)
+        spent: list[Usage] = []
+        if self.model is not None and (rules.followup or self.model_first):
+            decided, spent = await self._ask_model(text, history, span)
+            if decided is not None:
+                return decided
+        # In a thread, always search the message alone AND in the thread's context, fused: no
+        # need to recognise a follow-up by its wording, and the new detail is not drowned.
+        contextual = heuristic_rewrite(text, history) if previous_user_messages(history) else text
+        also = [(contextual, context_weight(text))] if contextual != text else []
+        if rules.followup and looks_like_facility_search(contextual, self.domain_words):
+            return Route("facility", contextual, "heuristic", "follow-up of a facility search", rewritten=True,
+                         usages=spent)
+        if rules.followup:  # "and for two-parent families?": never refused, it leans on the thread
+            prefetch = await self.context(text, also=also) if also else await self.context(text)
+            return Route("knowledge", text, "heuristic", "follow-up searched with its thread", prefetch=prefetch,
+                         best_score=best_dense_score(prefetch), also=also, rewritten=bool(also), usages=spent)
+        alone = await self.context(text)
+        best = best_dense_score(alone)
+        # In a thread, only a message that is off-topic by a wide margin on its own is refused
+        # ("thanks! now tell me a joke"); one that merely says little alone leans on the thread.
+        # "and for 5 people?" continues a thread askdesk may not see (a new Slack mention): not refused
+        topic = (await self.topic.judge(text, best, in_thread=bool(also))
+                 if self.topic is not None and not starts_like_followup(text) else None)
+        protected = bool(await self.topic.protected(text)) if self.topic is not None else False
+        verdict = classify_similarity(best, topic, protected=protected or bool(also),
+                                      refuse_below=self.refuse_below, accept_above=self.accept_above)
+        prefetch = alone
+        if also and verdict.route != "offtopic":
+            prefetch = await self.context(text, also=also)
+            best = best_dense_score(prefetch)
         if verdict.route is not None:
-            return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best)
-        spent = []
+            return Route(verdict.route, text, "prefilter", verdict.reason, prefetch=prefetch, best_score=best, also=also,
+                         rewritten=bool(also))
         if self.model is not None:
-            decided, spent = await self._ask_model(text, history, span, prefetch=prefetch)
+            decided, spent = await self._ask_model(text, history, span, prefetch=None if also else prefetch)
             if decided is not None:
                 decided.best_score = best
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about.
         return Route("knowledge", text, "heuristic", verdict.reason + "; default knowledge", prefetch=prefetch,
-                     best_score=best, usages=spent)
+                     best_score=best, also=also, rewritten=bool(also), usages=spent)
 
     def _from_prefilter(self, rules: PrefilterVerdict, text: str, history: list[ChatMessage]) -> Route:
         query = text
@@ -103,14 +149,6 @@ class Router:
         if rules.route == "facility" and rules.followup:
             query, rewritten = heuristic_rewrite(text, history), True
         return Route(rules.route or "knowledge", query, "prefilter", rules.reason, rewritten=rewritten)
-
-    async def _heuristic_followup(self, text: str, history: list[ChatMessage]) -> Route:
-        query = heuristic_rewrite(text, history)
-        if looks_like_facility_search(query):
-            return Route("facility", query, "heuristic", "follow-up of a facility search", rewritten=True)
-        prefetch = await self.context(query)
-        return Route("knowledge", query, "heuristic", "follow-up rewritten without a model", rewritten=True,
-                     prefetch=prefetch, best_score=best_dense_score(prefetch))
 
     async def _ask_model(self, text: str, history: list[ChatMessage], span: Span,
                          prefetch: ToolResult | None = None) -> tuple[Route | None, list[Usage]]:
@@ -144,4 +182,4 @@ class Router:
 def describe(route: Route) -> dict[str, Any]:
     """Trace/JSON view of a routing decision (no message text)."""
     return {"route": route.route, "decided_by": route.decided_by, "reason": route.reason,
-            "rewritten": route.rewritten, "best_score": route.best_score}
+            "rewritten": route.rewritten, "best_score": route.best_score, "fused_searches": 1 + len(route.also)}

@@ -1,7 +1,7 @@
-"""The process-wide handles: settings, one Qdrant client, one embedder.
+"""The process-wide handles: settings, one vector store, one embedder per spec.
 
-Embedded Qdrant locks its directory, so a process must open it once and share the
-client between the knowledge base, the facility registry and every surface.
+The embedded store (Qdrant Edge) locks its data directory, so a process opens it once and
+shares it between the knowledge base, the facility registry and every surface.
 """
 
 from __future__ import annotations
@@ -9,39 +9,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from qdrant_client import AsyncQdrantClient
-
 from agent.config import Settings
+from agent.store import VectorStore, open_store
 
 if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
 
 
-def open_qdrant(settings: Settings) -> AsyncQdrantClient:
-    if settings.qdrant_url:
-        return AsyncQdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    settings.qdrant_path.mkdir(parents=True, exist_ok=True)
-    return AsyncQdrantClient(path=str(settings.qdrant_path))
-
-
 @dataclass
 class Runtime:
     settings: Settings
-    qdrant: AsyncQdrantClient
+    store: VectorStore
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":
-        return cls(settings=settings, qdrant=open_qdrant(settings))
+        """Open the configured store; `StoreInUse` when another process holds the data dir."""
+        return cls(settings=settings, store=open_store(settings))
 
     def embedder(self, spec: str | None = None) -> "Embedder":
-        """The embedder named by `spec` (default: settings.embedder), created once."""
+        """The embedder named by `spec` (default: settings.embedder), created once, with its
+        query embeddings cached in memory."""
         from agent.knowledge.embedders import make_embedder
+        from agent.knowledge.query_cache import QueryCachingEmbedder
 
         spec = spec or self.settings.embedder
         if spec not in self._embedders:
-            self._embedders[spec] = make_embedder(spec)
+            embedder = make_embedder(spec)
+            if self.settings.query_cache_size > 0:
+                embedder = QueryCachingEmbedder(embedder, self.settings.query_cache_size)  # type: ignore[assignment]
+            self._embedders[spec] = embedder
         return self._embedders[spec]
 
     async def close(self) -> None:
-        await self.qdrant.close()
+        await self.store.close()

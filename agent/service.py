@@ -18,6 +18,7 @@ from typing import Any
 from agent import search_only
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
+from agent.domain import domain_path, load_domain
 from agent.knowledge.search import KnowledgeBaseUnavailable
 from agent.loop import Prefetched, ProgressFn, run_agent
 from agent.memory import ConversationStore, SQLiteConversationStore, trim_history
@@ -30,6 +31,8 @@ from agent.providers.chain import ModelChain
 from agent.router import Route, Router, describe
 from agent.runtime import Runtime
 from agent.tools.base import ToolResult
+from agent.tools.formatted_context import MAX_TOP_K, get_formatted_context
+from agent.topicality import TopicCheck
 from agent.tools.registry import build_registry
 from agent.tracing import NOOP, Span, Tracer
 
@@ -54,6 +57,7 @@ class Askdesk:
         self.router_model_first = router_model_first  # benchmarks: the router model sees every message
         self._owns_runtime = owns_runtime
         self._tools: dict[str | None, tuple[Prefetcher, list[dict[str, Any]]]] = {}
+        self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
 
     @classmethod
     def create(cls, settings: Settings, runtime: Runtime | None = None, **kwargs: Any) -> Askdesk:
@@ -116,8 +120,15 @@ class Askdesk:
     def router(self, collection: str | None, span: Span = NOOP) -> Router:
         prefetcher, _ = self.tools(collection)
 
-        async def context(query: str) -> ToolResult | None:  # the router's similarity search
+        async def context(query: str, also: list[tuple[str, float]] | tuple = ()) -> ToolResult | None:
+            """The router's similarity search; with `also`, fused with those (query, weight) searches."""
             try:
+                if also:  # a message in its thread: the tool's search, fused (agent/knowledge/fused.py)
+                    child = span.child("tool:get_formatted_context", "tool", {"query": query, "also": list(also)})
+                    result = await get_formatted_context(self.runtime, query, min(self.settings.top_k, MAX_TOP_K),
+                                                         collection=collection, also=also)
+                    child.end({"text": result.text, "references": len(result.references)})
+                    return result
                 found = await prefetcher.run("knowledge", query, span=span)
             except KnowledgeBaseUnavailable as exc:
                 log.warning("knowledge base unavailable during routing: %s", type(exc).__name__)
@@ -129,7 +140,12 @@ class Askdesk:
             domain=self.settings.assistant_domain, capabilities=self.settings.assistant_capabilities,
             refuse_below=self.settings.router_refuse_below, accept_above=self.settings.router_accept_above,
             model_first=self.router_model_first, prefetch=self.prefetch,
+            domain_words=self.domain, topic=self.topic_check(collection),
         )
+
+    def topic_check(self, collection: str | None) -> TopicCheck:
+        """The off-topic check by meaning for one knowledge collection (agent/topicality.py)."""
+        return TopicCheck(self.runtime, collection, self.domain, self.settings.router_offtopic_margin)
 
     async def _route(self, text: str, history: list[ChatMessage], collection: str | None, span: Span) -> Route:
         router_span = span.child("router", "chain", {"text": text})
@@ -139,7 +155,8 @@ class Askdesk:
 
     async def _respond(self, text: str, history: list[ChatMessage], route: Route, req: AskRequest,
                        progress: ProgressFn | None, span: Span) -> AnswerResult:
-        common: dict[str, Any] = dict(route=route.route, rewritten_query=route.query if route.rewritten else None,
+        searched = route.also[0][0] if route.also else route.query  # a message in its thread: that search
+        common: dict[str, Any] = dict(route=route.route, rewritten_query=searched if route.rewritten else None,
                                       llm_calls=route.llm_calls)
         capabilities = self.settings.assistant_capabilities
         if route.route == "offtopic":

@@ -4,7 +4,7 @@
 
 Data: the whole sample knowledge base (examples/texas-childcare/kb), ingested once into
 .askdesk/bench-agent (the first run embeds every chunk: minutes on a laptop CPU; later runs
-reuse it). Questions: the 30 `retrieval` questions of ../shared/eval/dev.yaml.
+reuse it). Questions: the 30 `retrieval` questions of examples/texas-childcare/eval/dev.yaml.
 
 Three configurations of the same `Askdesk.answer`:
   prefilter+prefetch  the default: the LLM-free pre-filter routes clear cases, the router's
@@ -49,7 +49,7 @@ from agent.service import Askdesk, AskRequest, ServiceModels
 ROOT = Path(__file__).resolve().parent.parent
 
 KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 DATA = ROOT / ".askdesk" / "bench-agent"
 CONFIGS = {
     "prefilter+prefetch": dict(prefetch=True, router_model_first=False),

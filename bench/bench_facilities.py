@@ -42,7 +42,7 @@ from agent.runtime import Runtime
 ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE = ROOT / "examples" / "texas-childcare" / "facilities.csv"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 FREE_TEXT = "lutheran child care near 78702"
 CHEAP = "bench:hashed-random"
 

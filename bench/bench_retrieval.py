@@ -32,7 +32,7 @@ from agent.runtime import Runtime
 ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 MODES = ("hybrid", "dense", "sparse")
 
 

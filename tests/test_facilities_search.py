@@ -25,7 +25,7 @@ from agent.facilities.search import search_facilities
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
 from agent.tools.search_facilities import make_tool
-from tests.conftest import SAMPLE_FACILITIES, SHARED, seed_embeddings
+from tests.conftest import SAMPLE_FACILITIES, DEV_EVAL, seed_embeddings
 
 ROWS = list(csv.DictReader(SAMPLE_FACILITIES.open(encoding="utf-8")))
 
@@ -133,14 +133,22 @@ async def test_limit_and_sort_by_name_without_near(registry):
     assert names == sorted(names)
 
 
-async def test_free_text_finds_names_and_does_not_pad(registry):
+async def test_free_text_alone_finds_names_and_does_not_pad(registry):
     res = await search_facilities(registry, FacilitySearchArgs(query="Ebenezer"))
     assert {h.operation_number for h in res.facilities} == where(lambda r: "Ebenezer" in r["name"])
-    lutheran_near = await search_facilities(registry, FacilitySearchArgs(query="lutheran", near="78702"))
-    assert lutheran_near.facilities and all("Lutheran" in h.name for h in lutheran_near.facilities)
     typo = await search_facilities(registry, FacilitySearchArgs(query="Ebeneezer"))
+    # the closest by meaning, said so (a typo), never an empty list
     assert typo.message and "closest by meaning" in typo.message
     assert typo.facilities[0].name.startswith("Ebenezer")
+
+
+async def test_free_text_with_other_criteria_ranks_and_never_excludes(registry):
+    """Leftover words of a colloquial request must not empty the result: they rank it."""
+    in_austin_infants = where(lambda r: r["city"] == "AUSTIN" and "Infant" in r["ages_served"])
+    res = await search_facilities(registry, FacilitySearchArgs(query="decent take", city="Austin", ages=["infant"]))
+    assert {h.operation_number for h in res.facilities} == in_austin_infants and res.total == len(in_austin_infants)
+    lutheran = await search_facilities(registry, FacilitySearchArgs(query="lutheran", city="Austin", limit=3))
+    assert "Lutheran" in lutheran.facilities[0].name and lutheran.total == len(where(lambda r: r["city"] == "AUSTIN"))
 
 
 async def test_unknown_places_say_so_with_suggestions(registry):
@@ -173,7 +181,7 @@ async def test_no_match_is_explained(registry):
 
 
 async def test_all_dev_queries_pass_exactly(registry):
-    items = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))["facility"]
+    items = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))["facility"]
     result = await facility_eval.evaluate(items, registry, top_k=5, eval_data={})
     assert result["failures"] == [] and result["exact_match"] == 1.0 and result["n"] == 8
     assert "8/8" in facility_eval.render(result)
@@ -242,10 +250,10 @@ async def test_tool_contract(registry):
 
 
 async def test_reingest_changes_nothing(registry):
-    before = (await registry.qdrant.count("facilities")).count
+    before = await registry.store.count("facilities")
     report = await ingest_facilities(registry, SAMPLE_FACILITIES)
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 121)
-    assert (await registry.qdrant.count("facilities")).count == before == 121
+    assert await registry.store.count("facilities") == before == 121
 
 
 async def test_missing_registry_says_how_to_load_it(registry):
@@ -255,7 +263,7 @@ async def test_missing_registry_says_how_to_load_it(registry):
 
 async def test_name_matching_failure_falls_back_to_filters(registry):
     broken = Runtime(settings=registry.settings.model_copy(update={"embedder": "openai:text-embedding-3-small"}),
-                     qdrant=registry.qdrant)  # no OPENAI_API_KEY: the embedder cannot be built
+                     store=registry.store)  # no OPENAI_API_KEY: the embedder cannot be built
     res = await search_facilities(broken, FacilitySearchArgs(query="Ebenezer", city="Austin", limit=0))
     assert "Name matching is unavailable" in res.message
     assert {h.operation_number for h in res.facilities} == where(lambda r: r["city"] == "AUSTIN")

@@ -8,13 +8,13 @@ import yaml
 
 from agent.evaluation import retrieval
 from agent.knowledge.ingest import ingest
-from tests.conftest import SAMPLE_KB, SHARED
+from tests.conftest import SAMPLE_KB, DEV_EVAL
 from tests.knowledge_fixtures import open_runtime
 
 
 @pytest.mark.timeout(900)  # embeds ~570 chunks once (about a minute on 2 idle cores; shared CI runners vary)
 async def test_dev_set_retrieval_on_the_full_sample_kb(kb_settings):
-    items = yaml.safe_load((SHARED / "eval" / "dev.yaml").read_text(encoding="utf-8"))["retrieval"]
+    items = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))["retrieval"]
     async with open_runtime(kb_settings) as rt:
         result = await retrieval.evaluate(items, rt, top_k=5)
         print("\n" + retrieval.render(result))

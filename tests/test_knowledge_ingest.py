@@ -8,7 +8,6 @@ import os
 from collections import Counter
 
 import pytest
-from qdrant_client import models
 
 from agent.knowledge import ingest as ingest_module
 from agent.knowledge.ingest import ingest
@@ -20,7 +19,7 @@ PAYLOAD_KEYS = {"source", "title", "section", "chunk_index", "lang", "content_ha
 
 
 async def _points(rt, collection="kb"):
-    points, _ = await rt.qdrant.scroll(collection, limit=10_000, with_payload=True, with_vectors=False)
+    points, _ = await rt.store.scroll(collection, limit=10_000, with_payload=True, with_vectors=False)
     return points
 
 
@@ -114,7 +113,7 @@ async def test_interrupted_update_is_repaired_by_the_next_run(settings, kb_subse
         assert len({p.payload["file_hash"] for p in mine}) == 1 and len(mine) == mine[0].payload["n_chunks"]
 
         # a file with a missing chunk (e.g. killed mid-upsert) is rewritten too
-        await rt.qdrant.delete("kb", points_selector=models.PointIdsList(points=[mine[0].id]))
+        await rt.store.delete_ids("kb", [mine[0].id])
         report = await ingest(rt, [kb_subset])
         assert report.updated == [SUBSET[2]]
         assert len([p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]) == mine[0].payload["n_chunks"]

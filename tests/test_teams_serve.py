@@ -72,9 +72,15 @@ async def test_slack_and_teams_served_by_one_process_over_one_askdesk(fakes, mon
         assert served.slack.services.askdesk is served.teams.askdesk is served.askdesk  # one core, one store
         assert "WITHOUT authentication" in capsys.readouterr().err  # dev mode says so at start
 
-        # a second serve on the same data dir stops at once, with the reason and the way out
-        with pytest.raises(StartupError, match="already running on the data dir.*askdesk serve slack teams"):
+        # a second serve on the same data dir stops at once, with the holder and the way out
+        from agent.store import StoreInUse
+
+        with pytest.raises(StoreInUse, match=r"in use by another askdesk process \(pid \d+") as refused:
             await run_serve(settings, ["teams"], host="127.0.0.1", stop=asyncio.Event())
+        from agent.store.lock import in_use_message
+
+        hint = in_use_message(settings.data_dir, {**refused.value.holder, "command": "askdesk serve slack"})
+        assert "askdesk serve slack teams" in hint  # what the user sees when the holder is a bot
 
         async with aiohttp.ClientSession() as http:
             event = message_event(f"<@{BOT_USER_ID}> who is eligible?", ts="1700009100.000100", type="app_mention")

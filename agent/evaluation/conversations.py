@@ -1,8 +1,9 @@
 """`conversations` eval section: retrieval recall of every turn of multi-turn threads.
 
 Later turns only make sense with the earlier ones, so each turn is routed with the thread so
-far (the user's earlier questions) and searched with the router's self-contained query: the
-router model's rewrite when one is configured, the pre-filter's heuristic rewrite otherwise.
+far (the user's earlier questions) and searched with the router's searches: the router
+model's rewrite when one is configured; otherwise the message alone fused with the message in
+the thread's context (agent/knowledge/fused.py), exactly as the router prefetches.
 A turn is a hit when every `must_contain` string occurs in the top-k passages (scored like
 the retrieval section: `agent.evaluation.retrieval.hit_rank`).
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from agent.evaluation.retrieval import hit_rank
 from agent.evaluation.routing import eval_service
-from agent.knowledge.search import search
+from agent.knowledge.fused import search_fused
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 
@@ -32,8 +33,10 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
                 question = str(turn["question"])
                 route = await service.router(None).route(question, history)
                 label = f"{conv['id']}#{turn_no}"
-                queries[label] = route.query
-                passages = await search(runtime, route.query, top_k=top_k) if route.route in ("knowledge", "clarify") else []
+                queries[label] = " || ".join([route.query, *(q for q, _ in route.also)])
+                searches = [(route.query, 1.0), *route.also]  # the router's fused searches (a follow-up in its thread)
+                passages = (await search_fused(runtime, searches, top_k=top_k)
+                            if route.route in ("knowledge", "clarify") else [])
                 if hit_rank(passages, list(turn.get("must_contain") or [])) is not None:
                     hits += 1
                 else:

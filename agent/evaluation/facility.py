@@ -15,7 +15,7 @@ from agent.runtime import Runtime
 
 async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
     collection = runtime.settings.facilities_collection
-    if items and not await runtime.qdrant.collection_exists(collection):
+    if items and not await runtime.store.collection_exists(collection):
         return {"skipped": f"facility registry not loaded (no collection '{collection}'): "
                            "run askdesk ingest-facilities FILE.csv first"}
     failures: list[dict[str, Any]] = []

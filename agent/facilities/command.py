@@ -90,8 +90,10 @@ def render_reply(summary: str, notes: list[str], results: FacilityResults) -> st
     return "\n".join(lines)
 
 
-async def run_facility_command(runtime: Runtime, text: str, *, collection: str | None = None) -> FacilityCommandResult:
-    """Parse `text` deterministically and search; empty or 'help' text gives the usage."""
+async def run_facility_command(runtime: Runtime, text: str, *, collection: str | None = None,
+                               model: Any | None = None) -> FacilityCommandResult:
+    """Parse `text` deterministically and search; empty or 'help' text gives the usage. With a
+    router `model`, words the parse could not place get one extraction call (extraction.py)."""
     raw = (text or "").strip()
     if not raw or raw.lower() in {"help", "-h", "--help", "?"}:
         return _help(raw)
@@ -100,6 +102,10 @@ async def run_facility_command(runtime: Runtime, text: str, *, collection: str |
                                       f"{MAX_COMMAND_CHARS}. Keep to the place, ages and features you need.")
     try:
         parsed = await parse_with_registry(runtime, raw, collection=collection)
+        if model is not None:
+            from agent.facilities.extraction import fill_unplaced
+
+            parsed = await fill_unplaced(model, raw, parsed)
         args = parsed.args
         if not args.has_criteria() and args.limit != 0:  # "list all facilities" is a request
             return _help(raw, f"I couldn't find a place, age group, feature or name in '{raw}'.")

@@ -2,7 +2,7 @@
 
 The parser needs the names on every `/facility` call and the search needs them to check
 city/county filters, so they are read from the collection with one scroll and kept per
-(Qdrant client, collection). After `TTL_SECONDS` (another process may have re-ingested into
+(store, collection). After `TTL_SECONDS` (another process may have re-ingested into
 a Qdrant server) the cached copy is still served while a background task reloads it, so no
 command waits for a scroll of a large registry; ingestion in this process drops the entry.
 """
@@ -25,10 +25,10 @@ _refreshing: dict[tuple[int, str], asyncio.Task] = {}
 
 async def _load(runtime: Runtime, collection: str) -> KnownPlaces:
     records = []
-    if await runtime.qdrant.collection_exists(collection):
+    if await runtime.store.collection_exists(collection):
         offset = None
         while True:
-            points, offset = await runtime.qdrant.scroll(
+            points, offset = await runtime.store.scroll(
                 collection, limit=4096, offset=offset, with_payload=_FIELDS, with_vectors=False
             )
             for p in points:
@@ -41,14 +41,14 @@ async def _load(runtime: Runtime, collection: str) -> KnownPlaces:
             if offset is None:
                 break
     places = KnownPlaces.from_records(records)
-    _cache.setdefault(runtime.qdrant, {})[collection] = (time.monotonic(), places)
+    _cache.setdefault(runtime.store, {})[collection] = (time.monotonic(), places)
     return places
 
 
 async def known_places(runtime: Runtime, collection: str | None = None) -> KnownPlaces:
     collection = collection or runtime.settings.facilities_collection
-    key = (id(runtime.qdrant), collection)
-    hit = _cache.get(runtime.qdrant, {}).get(collection)
+    key = (id(runtime.store), collection)
+    hit = _cache.get(runtime.store, {}).get(collection)
     if hit is None:
         return await _load(runtime, collection)
     if time.monotonic() - hit[0] >= TTL_SECONDS and key not in _refreshing:
@@ -59,4 +59,4 @@ async def known_places(runtime: Runtime, collection: str | None = None) -> Known
 
 
 def forget_places(runtime: Runtime, collection: str) -> None:
-    _cache.get(runtime.qdrant, {}).pop(collection, None)
+    _cache.get(runtime.store, {}).pop(collection, None)

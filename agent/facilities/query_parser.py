@@ -6,9 +6,12 @@ phrases apart ("after-school" before "school-age", "pre-k program" before "pre-k
 weekends until 7pm" keeps its time). "sat"/"sun" count as days only after "open"/"on" or
 as "sat/sun", and not when a name-like word follows ("on Sun Valley Dr"). Places are
 matched against the registry's own city and county names (case-insensitive, fuzzy for
-typos) and the state's gazetteer; a place that matches nothing is passed on as written so
-the search can answer "I don't know where X is — did you mean …?". Words left over become the free-text query, minus
-filler ("care", "centers", "in", "w/") that would otherwise filter everything out.
+typos), their nicknames from the domain file ("SA", "H-town": data, not code) and the
+state's gazetteer; "downtown X" is X, and a zip code or coordinates win over words the parser
+cannot place. A place that matches nothing is passed on as written so the search can answer
+"I don't know where X is — did you mean …?". Words left over become the free-text query,
+minus filler ("care", "centers", "in", "w/"); the search ranks by them and never excludes by
+them when other criteria are given.
 """
 
 from __future__ import annotations
@@ -88,6 +91,17 @@ def _word_re(phrase: str) -> str:
     return r"(?<![\w-])(?:" + phrase + r")(?![\w-])"
 
 
+_CRITERIA_RE = re.compile(
+    "|".join(_word_re(pattern) for pattern, _ in _FEATURES + _AGES), re.IGNORECASE
+)
+
+
+def mentions_facility_criteria(text: str) -> bool:
+    """Does `text` name an age group or a service of the registry's schema ("infant care",
+    "after-school", "drop-in")? The router's facility check uses it, with a place."""
+    return bool(_CRITERIA_RE.search(_normalise(text)))
+
+
 @dataclass
 class _State:
     text: str
@@ -105,18 +119,21 @@ class _State:
 
 
 class _Places:
-    """Place names the parser can recognise: the registry's, then the state's."""
+    """Place names the parser can recognise: the registry's (and their nicknames from the domain
+    file), then the state's."""
 
-    def __init__(self, places: KnownPlaces, state: str | None) -> None:
+    def __init__(self, places: KnownPlaces, state: str | None, aliases: dict[str, str] | None = None) -> None:
         self.places = places
         self.registry_cities = set(places.cities)
         self.registry_counties = set(places.counties)
         idx = state_index(state) if state else None
         self.state_cities = set(idx.cities) if idx else set()
         self.state_counties = set(idx.counties) if idx else set()
+        self.aliases = {norm_key(a): norm_key(t) for a, t in (aliases or {}).items() if norm_key(a) and norm_key(t)}
 
     def exact(self, key: str) -> tuple[str, str] | None:
-        """('city'|'county', key) for an exact name, registry first."""
+        """('city'|'county', key) for an exact name or nickname, registry first."""
+        key = self.aliases.get(key, key)
         if key in self.registry_cities:
             return "city", key
         if key in self.registry_counties:
@@ -194,10 +211,13 @@ def _to_hhmm(hour: int, minute: int, half: str | None) -> str | None:
     return f"{hour:02d}:{minute:02d}"
 
 
-def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str | None = "TX") -> ParsedQuery:
+def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str | None = "TX",
+                                  aliases: dict[str, str] | None = None) -> ParsedQuery:
     st = _State(_normalise(text or ""))
     v = st.values
-    known = _Places(places, state)
+    known = _Places(places, state, aliases)
+    # "downtown Austin" is Austin (the zip code, when one is given, says where exactly)
+    st.text = re.sub(r"(?<![\w-])(?:downtown|uptown|midtown|central)(?![\w-])", " ", st.text)
 
     # quoted text is a name, verbatim
     quoted: list[str] = []
@@ -343,6 +363,9 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
             return m.group(1), m.end()
         m = re.match(r"\s*([^|,;?!]*)", rest)
         phrase = m.group(1) if m else ""
+        z = re.search(r"(?<![\d.-])(\d{5})(?:-\d{4})?(?![\d.])", phrase)
+        if z:
+            return z.group(1), m.start(1) + z.end()  # a zip code is more precise than the words before it
         words = _place_words(phrase)
         if not words:
             return None, 0
@@ -435,6 +458,8 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
             content = [w for w in words if w not in _FILLER]
             if not content or any(ch.isdigit() for w in content for ch in w):
                 continue
+            if "zip" in v or "near" in v:
+                continue  # a zip code or coordinates say where: unknown words do not
             # an unknown place: hand it on as written, the search answers with suggestions
             v.setdefault("city", title_case(" ".join(words)))
             used = _span_of_words(rest, len(words))
@@ -444,8 +469,9 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
     out.append(text[pos:])
     st.text = "".join(out)
 
-    # bare place names anywhere: registry cities/counties, longest first
-    for kind, pool in (("city", known.registry_cities), ("county", known.registry_counties)):
+    # bare place names anywhere: registry cities/counties and their nicknames, longest first
+    nicknames = {a: t for a, t in known.aliases.items() if t in known.registry_cities}
+    for kind, pool in (("city", known.registry_cities | set(nicknames)), ("county", known.registry_counties)):
         if kind in v or (kind == "county" and ("city" in v or "near" in v)):
             continue
         for key in sorted(pool, key=len, reverse=True):
@@ -453,13 +479,13 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
                 continue  # a city named "Center" only counts after "in"
             pattern = _word_re(re.escape(key).replace(r"\ ", r"\s+"))
             if re.search(pattern, st.text):
-                v[kind] = _display(known, kind, key)
+                v[kind] = _display(known, kind, nicknames.get(key, key) if kind == "city" else key)
                 st.text = re.sub(pattern, SEP, st.text, count=1)
                 break
 
     # leftover words: fuzzy place names, then the free-text query
     leftover_words = [w for w in re.findall(r"[a-z0-9][a-z0-9.'&-]*", st.text) if w not in _FILLER]
-    if leftover_words and "city" not in v and "county" not in v and "near" not in v:
+    if leftover_words and not {"city", "county", "near", "zip"} & set(v):
         for n in (3, 2, 1):
             done = False
             for i in range(0, len(leftover_words) - n + 1):
@@ -491,14 +517,18 @@ def _span_of_words(rest: str, n: int) -> int:
     return len(rest)
 
 
-def parse_facility_query(text: str, places: KnownPlaces, *, state: str | None = "TX") -> FacilitySearchArgs:
+def parse_facility_query(text: str, places: KnownPlaces, *, state: str | None = "TX",
+                         aliases: dict[str, str] | None = None) -> FacilitySearchArgs:
     """Deterministic `/facility` parse (see the module docstring)."""
-    return parse_facility_query_explained(text, places, state=state).args
+    return parse_facility_query_explained(text, places, state=state, aliases=aliases).args
 
 
 async def parse_with_registry(runtime, text: str, *, collection: str | None = None) -> ParsedQuery:
     """Parse with the known places of the registry in `collection` (cached per process)."""
     from agent.facilities.places import known_places
 
+    from agent.domain import domain_path, load_domain
+
     places = await known_places(runtime, collection)
-    return parse_facility_query_explained(text, places, state=runtime.settings.facilities_state)
+    aliases = load_domain(domain_path(runtime.settings)).place_aliases
+    return parse_facility_query_explained(text, places, state=runtime.settings.facilities_state, aliases=aliases)

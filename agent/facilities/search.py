@@ -63,7 +63,7 @@ async def _scroll_all(runtime: Runtime, collection: str, flt: models.Filter | No
     points: list = []
     offset = None
     while True:
-        batch, offset = await runtime.qdrant.scroll(
+        batch, offset = await runtime.store.scroll(
             collection, scroll_filter=flt, limit=2048, offset=offset, with_payload=payload, with_vectors=False
         )
         points.extend(batch)
@@ -74,27 +74,40 @@ async def _scroll_all(runtime: Runtime, collection: str, flt: models.Filter | No
 async def _ranked(
     runtime: Runtime, collection: str, flt: models.Filter | None, query: str, limit: int
 ) -> tuple[list, int, str | None]:
-    """Facilities matching the words of `query`, ranked by hybrid dense + BM25 (RRF).
+    """Facilities ranked by the words of `query`: hybrid dense + BM25 (RRF).
 
-    Only facilities whose description shares a word with the query are returned, so a name
-    search does not pad the list with unrelated ones; when none does (a typo), the closest
-    by meaning are returned with a note. Returns (points, total matches, note).
+    With other criteria (`flt`), the words rank the matches and never exclude one: leftover
+    words of a colloquial request ("any decent daycares…") must not empty the result. Alone,
+    they are a name search: only facilities sharing a word with the query are returned, and
+    when none does (a typo), the closest by meaning with a note. Returns (points, total, note).
     """
     sparse = bm25_query(query)
     word_hits = []
     if sparse.indices:
-        resp = await runtime.qdrant.query_points(
+        word_hits = await runtime.store.query_points(
             collection, query=sparse, using=SPARSE, query_filter=flt, limit=MAX_RESULTS, with_payload=_PAYLOAD,
             with_vectors=[DENSE],
         )
-        word_hits = resp.points
     dense = await runtime.embedder().embed_query(query)
+    if flt is not None:
+        by_meaning = await runtime.store.query_points(
+            collection, query=dense, using=DENSE, query_filter=flt, limit=MAX_RESULTS, with_payload=_PAYLOAD,
+        )
+        fused = _fuse(word_hits, dense, limit)[0] if word_hits else []
+        seen = {p.id for p in fused}
+        points = (fused + [p for p in by_meaning if p.id not in seen])[:limit]
+        return points, len(by_meaning), None
     if not word_hits:
-        resp = await runtime.qdrant.query_points(
+        closest = await runtime.store.query_points(
             collection, query=dense, using=DENSE, query_filter=flt, limit=min(limit, 5), with_payload=_PAYLOAD
         )
-        note = f"No facility name or description contains '{query}'; these are the closest by meaning." if resp.points else None
-        return resp.points, len(resp.points), note
+        note = f"No facility name or description contains '{query}'; these are the closest by meaning." if closest else None
+        return closest, len(closest), note
+    return _fuse(word_hits, dense, limit)
+
+
+def _fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, None]:
+    """RRF of the word hits' BM25 order and their dense similarity to the query."""
     # Fuse here rather than in a second Qdrant query: the word hits carry their dense vectors,
     # so one filtered scan serves both rankings (an id filter is slow in embedded mode).
     matrix = np.asarray([p.vector[DENSE] for p in word_hits], dtype=np.float32)
@@ -115,7 +128,7 @@ async def _ranked(
 async def search_facilities(runtime: Runtime, args: FacilitySearchArgs, *, collection: str | None = None) -> FacilityResults:
     """Run a facility search; never raises for bad places (they come back as `message`)."""
     collection = collection or runtime.settings.facilities_collection
-    if not await runtime.qdrant.collection_exists(collection):
+    if not await runtime.store.collection_exists(collection):
         msg = (
             f"The facility registry is not loaded (no collection '{collection}'). "
             "Load it with: askdesk ingest-facilities FILE.csv"
@@ -148,7 +161,7 @@ async def search_facilities(runtime: Runtime, args: FacilitySearchArgs, *, colle
         total = len(keys)
         keys.sort(key=lambda p: _sort_key(p.payload or {}, near))
         page = [p.id for p in keys[:limit]]
-        records = {p.id: p for p in await runtime.qdrant.retrieve(collection, ids=page, with_payload=_PAYLOAD)} if page else {}
+        records = {p.id: p for p in await runtime.store.retrieve(collection, page, with_payload=_PAYLOAD)} if page else {}
         hits = [_hit(records[pid], args, near, None) for pid in page if pid in records]
 
     if total == 0:

@@ -2,8 +2,7 @@
 
 The collection is created by the knowledge store's `ensure_collection` (dense "dense" +
 sparse "sparse" vectors, embedder recorded), so a facility search can use the same hybrid
-query code. On a Qdrant server every filtered field gets a payload index; embedded mode
-ignores indexes (it scans), so they are only created when `qdrant_url` is set.
+query code. Every filtered field, and the geo point, gets a payload index (Edge and server).
 """
 
 from __future__ import annotations
@@ -40,13 +39,7 @@ PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
 
 async def ensure_facility_collection(runtime: "Runtime", name: str, *, embedder: "Embedder") -> None:
     await ensure_collection(runtime, name, embedder=embedder)
-    if not runtime.settings.qdrant_url:
-        return  # local mode: indexes have no effect
-    info = await runtime.qdrant.get_collection(name)
-    existing = set((info.payload_schema or {}).keys())
-    for field_name, schema in PAYLOAD_INDEXES.items():
-        if field_name not in existing:
-            await runtime.qdrant.create_payload_index(name, field_name, schema, wait=True)
+    await runtime.store.ensure_payload_indexes(name, PAYLOAD_INDEXES)
 
 
 def facility_payload(facility: Facility, *, source: str) -> dict[str, Any]:
@@ -63,7 +56,7 @@ async def stored_hashes(runtime: "Runtime", name: str) -> dict[str, dict[str, st
     out: dict[str, dict[str, str]] = {}
     offset = None
     while True:
-        points, offset = await runtime.qdrant.scroll(
+        points, offset = await runtime.store.scroll(
             name, limit=4096, offset=offset, with_payload=["operation_number", "source", "content_hash"],
             with_vectors=False,
         )
@@ -96,12 +89,13 @@ async def upsert_facilities(
                 )
                 for f, vec, text in zip(chunk, dense, texts, strict=True)
             ]
-            await runtime.qdrant.upsert(name, points=points, wait=True)
+            await runtime.store.upsert(name, points)
+        if facilities:
+            await runtime.store.optimize(name)  # build the HNSW and payload indexes now, not at query time
     finally:
         if cache is not None:
             cache.close()
 
 
 async def delete_points(runtime: "Runtime", name: str, ids: list[str]) -> None:
-    if ids:
-        await runtime.qdrant.delete(name, points_selector=models.PointIdsList(points=ids), wait=True)
+    await runtime.store.delete_ids(name, ids)

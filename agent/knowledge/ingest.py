@@ -241,7 +241,7 @@ async def ingest(
                 vectors = await embed_with_cache(embedder, texts, cache)
                 report.embedded += len(texts) - len(before)
                 points = build_points(doc, batch, vectors, fhash, lang)
-                await runtime.qdrant.upsert(name, points=points, wait=True)
+                await runtime.store.upsert(name, points)
                 report.chunks_written += len(points)
                 progress.chunks_done(len(points))
             await delete_file_points(runtime, name, doc.source, keep_hash=fhash)
@@ -256,5 +256,11 @@ async def ingest(
         for source in sorted(set(states) - present):
             await delete_file_points(runtime, name, source)
             report.pruned.append(source)
+    if report.chunks_written:
+        await runtime.store.optimize(name)  # index the new points now (Edge), not at query time
+    if report.updated or report.pruned:
+        from agent.knowledge.vocabulary import forget_vocabulary
+
+        forget_vocabulary(runtime, name)  # the off-topic check re-reads the documents' words
     report.seconds = time.perf_counter() - started
     return report

@@ -7,7 +7,9 @@ unique term, so Qdrant's dot product with IDF applied is the BM25 score. Terms a
 Tokens are built for the staff's questions: amounts and codes survive whole ("$4,106" ->
 "4,106" and "4106", "TX3C", "800-735-2989", "6:00"), a short code followed by a number also
 yields a joined term ("HB 59" -> "hb_59"), accent-folded duplicates let "dias" match "días",
-and Snowball stems (English, Spanish) let "drills" match "drill".
+Snowball stems (English, Spanish) let "drills" match "drill", and two adjacent words also
+yield their joined form ("child care" -> "childcare", "day care" -> "daycare"), so a compound
+written as one word or two finds the same passages — in any language, no word list.
 SPARSE_VERSION is part of every file's hash: changing tokenisation re-indexes on the next ingest.
 """
 
@@ -24,7 +26,7 @@ from qdrant_client import models
 
 from agent.knowledge.language import _STOP, detect_language
 
-SPARSE_VERSION = 2
+SPARSE_VERSION = 3
 K1 = 1.2
 B = 0.75
 AVG_DOC_TERMS = 90.0  # mean index terms per chunk of the sample KB at chunk_chars=1200
@@ -40,6 +42,10 @@ _STOPWORDS = frozenset().union(*_STOP.values()) | frozenset(
     "also any all about into over after before up out ya q pa e u".split()
 )
 _STEMMERS = {"en": snowballstemmer.stemmer("english"), "es": snowballstemmer.stemmer("spanish")}
+# Joined forms of adjacent words: both parts alphabetic, each at least COMPOUND_PART letters,
+# joined at most COMPOUND_MAX ("child care" yes, "the board" no: "the" is a stopword anyway).
+COMPOUND_PART = 3
+COMPOUND_MAX = 10
 
 
 def _fold(term: str) -> str:
@@ -70,10 +76,12 @@ def tokens(text: str, lang: str | None = None) -> list[str]:
     lang = lang or detect_language(text)
     out: list[str] = []
     prev: str | None = None  # last surface token, for "hb 59" style pairs
+    prev_word: str | None = None  # last alphabetic word, for "child care" -> "childcare"
     last_end = 0
     for match in _RAW.finditer(text):
         if text[last_end : match.start()].strip():
             prev = None  # only directly adjacent words pair up ("HB 59", not "hours/week $7")
+            prev_word = None
         last_end = match.end()
         raw = match.group().strip("'’")
         if not raw:
@@ -94,10 +102,14 @@ def tokens(text: str, lang: str | None = None) -> list[str]:
             out.append(raw)  # codes like "b-3", "covid-19"
         for part in parts:
             if part in _STOPWORDS or (len(part) == 1 and not part.isdigit()):
-                prev = None
+                prev = prev_word = None
                 continue
             out.extend(_word_terms(part, lang))
+            if (prev_word and part.isalpha() and len(part) >= COMPOUND_PART
+                    and len(prev_word) + len(part) <= COMPOUND_MAX):
+                out.extend(_word_terms(prev_word + part, lang))  # "day care" also indexes "daycare"
             prev = part
+            prev_word = part if part.isalpha() and len(part) >= COMPOUND_PART else None
     return out
 
 

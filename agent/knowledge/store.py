@@ -23,7 +23,10 @@ DENSE = "dense"
 SPARSE = "sparse"
 SCHEMA_VERSION = 1
 POINT_NAMESPACE = uuid.UUID("6f1c9a52-8d1e-4e55-9a63-0b7f3c1d2e4a")
-_INDEXED_FIELDS = ("source", "lang", "file_hash")
+# payload indexes for the fields searches and ingestion filter on
+INDEXED_FIELDS: dict[str, models.PayloadSchemaType] = {
+    field_name: models.PayloadSchemaType.KEYWORD for field_name in ("source", "lang", "file_hash")
+}
 
 
 class KnowledgeBaseUnavailable(Exception):
@@ -55,10 +58,7 @@ async def embedder_dim(embedder: "Embedder") -> int:
 
 async def collection_metadata(runtime: "Runtime", name: str) -> dict[str, Any] | None:
     """The collection's askdesk metadata, or None when the collection does not exist."""
-    if not await runtime.qdrant.collection_exists(name):
-        return None
-    info = await runtime.qdrant.get_collection(name)
-    return dict(info.config.metadata or {})
+    return await runtime.store.collection_metadata(name)
 
 
 def _mismatch(name: str, built_by: str, embedder: "Embedder") -> EmbedderMismatch:
@@ -75,23 +75,19 @@ def check_embedder(name: str, metadata: dict[str, Any], embedder: "Embedder") ->
 
 
 async def ensure_collection(runtime: "Runtime", name: str, *, embedder: "Embedder") -> None:
-    """Create `name` (dense cosine + sparse IDF) if missing; refuse one built by another embedder."""
+    """Create `name` (dense cosine + sparse IDF, payload indexes on the filtered fields) if
+    missing; refuse one built by another embedder."""
     metadata = await collection_metadata(runtime, name)
     if metadata is not None:
         check_embedder(name, metadata, embedder)
         if not metadata.get("embedder"):  # created by hand or an older build: adopt it
-            await runtime.qdrant.update_collection(name, metadata={"embedder": embedder.name})
+            await runtime.store.update_metadata(name, {"embedder": embedder.name})
         return
     dim = await embedder_dim(embedder)
-    await runtime.qdrant.create_collection(
-        name,
-        vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        metadata={"embedder": embedder.name, "dim": dim, "schema": SCHEMA_VERSION},
+    await runtime.store.create_collection(
+        name, dim=dim, metadata={"embedder": embedder.name, "dim": dim, "schema": SCHEMA_VERSION}
     )
-    if runtime.settings.qdrant_url:  # payload indexes matter on a server; embedded mode ignores them
-        for field_name in _INDEXED_FIELDS:
-            await runtime.qdrant.create_payload_index(name, field_name, models.PayloadSchemaType.KEYWORD)
+    await runtime.store.ensure_payload_indexes(name, INDEXED_FIELDS)
 
 
 async def file_states(runtime: "Runtime", name: str) -> dict[str, dict[str, Any]]:
@@ -99,7 +95,7 @@ async def file_states(runtime: "Runtime", name: str) -> dict[str, dict[str, Any]
     states: dict[str, dict[str, Any]] = {}
     offset = None
     while True:
-        points, offset = await runtime.qdrant.scroll(
+        points, offset = await runtime.store.scroll(
             name,
             limit=1024,
             offset=offset,
@@ -123,4 +119,4 @@ async def delete_file_points(runtime: "Runtime", name: str, source: str, *, keep
         must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))],
         must_not=must_not,
     )
-    await runtime.qdrant.delete(name, points_selector=models.FilterSelector(filter=selector), wait=True)
+    await runtime.store.delete_where(name, selector)

@@ -71,11 +71,18 @@ def reference_of(p: Passage) -> Reference:
 
 
 async def get_formatted_context(
-    runtime: "Runtime", query: str, top_k: int = 5, *, collection: str | None = None
+    runtime: "Runtime", query: str, top_k: int = 5, *, collection: str | None = None,
+    also: list[tuple[str, float]] | tuple = (),
 ) -> ToolResult:
-    """Search the knowledge base and return the best passages as <document> blocks with sources."""
+    """Search the knowledge base and return the best passages as <document> blocks with sources.
+    `also`: further (query, weight) searches fused with this one (a follow-up in its thread)."""
     settings = runtime.settings
-    passages = await search(runtime, query, top_k=top_k, collection=collection)
+    if also:
+        from agent.knowledge.fused import search_fused
+
+        passages = await search_fused(runtime, [(query, 1.0), *also], top_k=top_k, collection=collection)
+    else:
+        passages = await search(runtime, query, top_k=top_k, collection=collection)
     if not passages:
         return ToolResult(text=NO_RESULTS, weak_evidence=True)
     text, used = format_passages(passages, settings.context_chars)

@@ -4,8 +4,53 @@ from __future__ import annotations
 
 import asyncio
 
+import typer
+
 from agent.config import load_settings
 from agent.runtime import Runtime
+
+EXIT_IN_USE = 3  # another process holds the embedded store
+
+
+def store_in_use(exc: Exception) -> SystemExit:
+    """The one line for StoreInUse; a SystemExit so no `except Exception` swallows it."""
+    typer.echo(f"error: {exc}", err=True)
+    return SystemExit(EXIT_IN_USE)
+
+
+def emit(output) -> None:
+    """Print a JobOutput (bot/admin/protocol.py) and exit with its code."""
+    for line in output.stdout:
+        typer.echo(line)
+    for line in output.stderr:
+        typer.echo(line, err=True)
+    if output.code:
+        raise typer.Exit(output.code)
+
+
+def hand_over(request, exc: Exception, on_event=None):
+    """Run `request` (a bot.admin JobRequest) on the `askdesk serve` that holds the store and
+    return its JobOutput; the one-line in-use error when no server listens there."""
+    from bot.admin.client import submit
+
+    holder = getattr(exc, "holder", {}) or {}
+
+    def event(ev) -> None:
+        if ev.event == "connected":
+            typer.echo(f"askdesk: the running bot (pid {holder.get('pid', '?')}) holds the store; "
+                       "it runs this job now", err=True)
+        elif on_event is not None:
+            on_event(ev)
+
+    try:
+        output = asyncio.run(submit(load_settings().data_dir, request, event))
+    except KeyboardInterrupt:
+        typer.echo("interrupted; the running bot finishes the job (run the command again to see the result)",
+                   err=True)
+        raise SystemExit(130) from None
+    if output is None:
+        raise store_in_use(exc)
+    return output
 
 
 def run_with_runtime(coro_factory):

@@ -162,6 +162,14 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
             cache.seed_from(seed)
         finally:
             cache.close()
+    domain = examples / "domain.yaml"
+    if domain.is_file() and not settings.domain_file:
+        # the demo's own words (other languages, facility nouns): later `askdesk ask/chat` on this
+        # data dir find it there too
+        from agent.domain import DATA_DIR_FILE
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        (settings.data_dir / DATA_DIR_FILE).write_bytes(domain.read_bytes())
     console.print(f"[dim]Preparing the demo data from {examples}…[/dim]")
     report = await ingest(runtime, [kb], collection=settings.collection)
     console.print(f"[dim]knowledge base: {report.files} files, {report.chunks} chunks "

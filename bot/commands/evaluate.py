@@ -10,6 +10,8 @@ import typer
 
 from agent.config import load_settings
 from agent.runtime import Runtime
+from agent.store import StoreInUse
+from bot.commands import store_in_use
 
 
 def eval_cmd(
@@ -42,6 +44,8 @@ def eval_cmd(
     except KnowledgeBaseUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    except StoreInUse as exc:
+        raise store_in_use(exc) from None
     except Exception as exc:
         typer.echo(f"error: evaluation failed: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from bot.commands import run_with_runtime
+from agent.store import StoreInUse
+from bot.commands import emit, hand_over, run_with_runtime
 
 
 def ingest_facilities_cmd(
@@ -26,9 +27,19 @@ def ingest_facilities_cmd(
     except RegistryFormatError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(report.summary())
-    if report.loaded == 0:
-        raise typer.Exit(1)
+    except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
+        from bot.admin.protocol import JobRequest
+
+        emit(hand_over(JobRequest(op="ingest-facilities", paths=[str(file.resolve())], collection=collection), exc))
+        return
+    emit(facilities_output(report))
+
+
+def facilities_output(report):
+    """What `askdesk ingest-facilities` prints, locally or handed over to a running bot."""
+    from bot.admin.protocol import JobOutput
+
+    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
 
 
 def facility_cmd(
@@ -36,11 +47,22 @@ def facility_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and facilities."),
     collection: str = typer.Option(None, "--collection", help="Facility collection (default: facilities_collection)."),
 ) -> None:
-    """Search the facility registry the way the Slack /facility command does (no model needed)."""
+    """Search the facility registry the way the Slack /facility command does (no model needed; with
+    a router model configured, words the parser cannot place get one extraction call)."""
     from agent.facilities.command import run_facility_command
+    from agent.providers.chain import ModelChain
 
     query = " ".join(text or [])
-    result = run_with_runtime(lambda rt: run_facility_command(rt, query, collection=collection))
+
+    async def run(rt):
+        model = ModelChain.for_router(rt.settings)
+        try:
+            return await run_facility_command(rt, query, collection=collection,
+                                              model=model if model.configured else None)
+        finally:
+            await model.aclose()
+
+    result = run_with_runtime(run)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from bot.commands import run_with_runtime
+from agent.store import StoreInUse
+from bot.commands import emit, hand_over, run_with_runtime, store_in_use
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -70,18 +71,58 @@ def ingest_cmd(
         raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
     except (KnowledgeBaseUnavailable, EmbedderError) as exc:
         raise _fail(str(exc)) from None
+    except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
+        emit(_hand_over_ingest(paths, collection, prune, as_json, progress, exc))
+        return
     except Exception as exc:  # e.g. the Qdrant server is down
         raise _fail(f"ingestion failed: {type(exc).__name__}: {exc}") from None
+    emit(ingest_output(report, as_json))
+
+
+def _hand_over_ingest(paths, collection, prune, as_json, progress, exc):
+    from bot.admin.protocol import JobRequest
+
+    request = JobRequest(op="ingest", paths=[str(p.resolve()) for p in paths], collection=collection,
+                         prune=prune, as_json=as_json)
+    if progress is None:
+        return hand_over(request, exc)
+
+    def on_event(ev) -> None:
+        if not progress.bars.live.is_started:  # bars only once a bot has taken the job
+            progress.bars.start()
+        getattr(progress, ev.event)(ev.value)
+
+    try:
+        return hand_over(request, exc, on_event)
+    finally:
+        if progress.bars.live.is_started:
+            progress.bars.stop()
+
+
+def ingest_output(report, as_json: bool):
+    """What `askdesk ingest` prints for `report`, locally or handed over to a running bot."""
+    from bot.admin.protocol import JobOutput
+
+    out = JobOutput()
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        out.stdout.append(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
-        for source, reason in report.skipped:
-            typer.echo(f"skipped {source}: {reason}", err=True)
-        for source in report.pruned:
-            typer.echo(f"pruned {source}")
-        typer.echo(report.summary())
-    if report.files == 0:
-        raise typer.Exit(1)
+        out.stderr += [f"skipped {source}: {reason}" for source, reason in report.skipped]
+        out.stdout += [f"pruned {source}" for source in report.pruned]
+        out.stdout.append(report.summary())
+    out.code = 1 if report.files == 0 else 0
+    return out
+
+
+def ingest_error(exc: Exception):
+    """The one line for an ingest that failed on a running bot."""
+    from agent.knowledge.embedders import EmbedderError
+    from agent.knowledge.search import KnowledgeBaseUnavailable
+    from bot.admin.protocol import JobOutput
+
+    if isinstance(exc, (KnowledgeBaseUnavailable, EmbedderError)):
+        return JobOutput(stderr=[f"error: {exc}"], code=1)
+    return JobOutput(stderr=[f"error: ingestion failed: {type(exc).__name__}: {exc}"], code=1)
 
 
 def search_cmd(
@@ -100,6 +141,8 @@ def search_cmd(
         passages = run_with_runtime(lambda rt: search(rt, query, top_k=top_k, collection=collection, mode=mode))
     except KnowledgeBaseUnavailable as exc:
         raise _fail(str(exc)) from None
+    except StoreInUse as exc:
+        raise store_in_use(exc) from None
     except Exception as exc:
         raise _fail(f"search failed: {type(exc).__name__}: {exc}") from None
     if as_json:

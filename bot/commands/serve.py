@@ -2,7 +2,9 @@
 
 The embedded stores admit one process per data dir, so both surfaces are served by the
 same process (`askdesk serve slack teams`), and a second `askdesk serve` on the same data
-dir stops at once with a clear message (bot/datalock.py).
+dir stops at once with one line naming the holder (agent/store/lock.py, exit code 3),
+before it contacts Slack or Teams. `askdesk ingest` hands its jobs to the running server
+through the local admin channel (bot/admin).
 
 Slack: Socket Mode when `SLACK_APP_TOKEN` is set (development: no public URL needed), HTTP
 mode otherwise (`POST /slack/events` on `--port`/`ASKDESK_PORT`). Teams: the Teams SDK's
@@ -128,6 +130,14 @@ async def start_slack(settings, askdesk, runtime, config: SlackConfig, host: str
 # --- one process, every surface -------------------------------------------------------------
 
 
+async def start_admin_channel(settings, runtime):
+    """Alongside the surfaces: the local channel `askdesk ingest` uses to hand jobs to this
+    process while it holds the embedded store (bot/admin; None with a Qdrant server)."""
+    from bot.admin.channel import AdminChannel
+
+    return await AdminChannel.start(settings, runtime)
+
+
 @dataclass
 class Served:
     """What `run_serve` started (tests and benchmarks reach the bots through `on_ready`)."""
@@ -157,7 +167,8 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
     """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
     from agent.service import Askdesk
-    from bot.datalock import DataDirBusy, DataDirLock
+    from agent.store import StoreInUse
+    from agent.store.lock import DirectoryLock
 
     surfaces = parse_surfaces(surfaces)
     # every configuration check first: nothing is opened for a setup that cannot start
@@ -172,13 +183,11 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             raise StartupError(str(exc)) from None
         if teams_auth.dev_mode:
             typer.echo(DEV_MODE_WARNING, err=True)
-    try:
-        lock = DataDirLock(settings.data_dir).acquire()
-    except DataDirBusy as exc:
-        raise StartupError(str(exc)) from None
+    if not settings.qdrant_url:
+        DirectoryLock.check_free(settings.data_dir)  # StoreInUse: one line (exit 3) before any platform call
 
     running: list[Callable[[], Any]] = []
-    askdesk = runtime = None
+    askdesk = runtime = admin = None
     try:
         if slack is not None:
             from bot.slack.app import make_client
@@ -193,13 +202,16 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
                 pass
         try:
             runtime = Runtime.open(settings)
-        except Exception as exc:  # e.g. the embedded Qdrant directory is locked by another process
+        except StoreInUse:
+            raise  # one line from the CLI entry point (exit 3), like every command
+        except Exception as exc:
             raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
         try:
             runtime.embedder()  # load the embedding model now, not inside the first question's turn
         except Exception as exc:  # the first question reports it properly
             log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime)
+        admin = await start_admin_channel(settings, runtime)
         served = Served(askdesk=askdesk)
         if slack is not None:
             served.slack, stopper, served.slack_port = await start_slack(settings, askdesk, runtime, slack, host)
@@ -223,11 +235,12 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
                 await stopper()
             except Exception as exc:
                 log.warning("stopping a surface failed: %s", type(exc).__name__)
+        if admin is not None:
+            await admin.close()
         if askdesk is not None:
             await askdesk.close()
         if runtime is not None:
             await runtime.close()
-        lock.release()
 
 
 async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -> None:

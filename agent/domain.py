@@ -1,0 +1,89 @@
+"""A deployment's domain file: the words and examples that are specific to one organisation.
+
+The code knows no domain. What the knowledge base says about itself (its vocabulary, titles,
+headings) is read from the collection (agent/knowledge/vocabulary.py); this optional YAML
+(`ASKDESK_DOMAIN_FILE`) adds what the documents cannot say: the words staff use that the
+documents do not (other languages, slang), what names a facility in the registry, and
+deployment-specific requests to decline, and the nicknames of the registry's places ("SA",
+"H-town"). The Texas demo's lives in examples/texas-childcare/.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+# Words that name a place of service in any registry; a domain file adds its own.
+GENERIC_FACILITY_NOUNS = ("center", "centers", "centre", "centres", "facility", "facilities",
+                          "location", "locations", "site", "sites", "office", "offices", "branch", "branches")
+
+
+class Domain(BaseModel):
+    """Parsed domain file (every list optional)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    terms: list[str] = Field(default_factory=list, description="A message containing one is never refused without a model.")
+    facility_nouns: list[str] = Field(default_factory=list, description="Words naming a facility of the registry.")
+    offtopic: list[str] = Field(default_factory=list, description="Extra examples of requests to decline.")
+    place_aliases: dict[str, str] = Field(
+        default_factory=dict, description="Nickname or abbreviation -> place name of the registry ('SA': San Antonio)."
+    )
+
+    @cached_property
+    def terms_re(self) -> re.Pattern | None:
+        return _phrases_re(self.terms)
+
+    @cached_property
+    def facility_re(self) -> re.Pattern:
+        return _phrases_re([*GENERIC_FACILITY_NOUNS, *self.facility_nouns])  # type: ignore[return-value]
+
+    def has_terms(self, text: str) -> bool:
+        return bool(self.terms_re and self.terms_re.search(text))
+
+
+def _phrases_re(phrases: list[str]) -> re.Pattern | None:
+    """Whole-word, case-insensitive alternation; a space in a phrase also matches '-' or nothing."""
+    parts = []
+    for phrase in sorted({p.strip() for p in phrases if p and p.strip()}, key=len, reverse=True):
+        words = [re.escape(w) for w in phrase.split()]
+        parts.append(r"[\s-]?".join(words))
+    if not parts:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)
+
+
+EMPTY = Domain()
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> Domain:
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping (terms, facility_nouns, offtopic, place_aliases)")
+    return Domain(**{k: v for k, v in data.items() if k in Domain.model_fields and v})
+
+
+DATA_DIR_FILE = "domain.yaml"  # found in the data dir when ASKDESK_DOMAIN_FILE is not set
+
+
+def domain_path(settings) -> Path | None:
+    """ASKDESK_DOMAIN_FILE, else `domain.yaml` in the data dir (where `askdesk demo` puts the demo's)."""
+    if settings.domain_file:
+        return Path(settings.domain_file)
+    found = Path(settings.data_dir) / DATA_DIR_FILE
+    return found if found.is_file() else None
+
+
+def load_domain(path: Path | str | None) -> Domain:
+    """The domain file at `path` (re-read when it changes), or the empty domain."""
+    if not path:
+        return EMPTY
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"domain file {p} does not exist")
+    return _load(str(p.resolve()), p.stat().st_mtime)

@@ -1,0 +1,32 @@
+"""Messages of the admin channel: one JSON object per line.
+
+Client -> server: one `JobRequest`. Server -> client: any number of progress `Event`s
+(`files_found`, `chunks_found`, `file_done`, `chunks_done`), then one `JobOutput` line
+(`event: "output"`): what the command prints and its exit code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class JobRequest(BaseModel):
+    op: Literal["ingest", "ingest-facilities"]
+    paths: list[str] = Field(default_factory=list)  # absolute, as the client resolved them
+    collection: str | None = None
+    prune: bool = False
+    as_json: bool = False
+
+
+class Event(BaseModel):
+    event: str
+    value: Any = None
+
+
+class JobOutput(BaseModel):
+    event: Literal["output"] = "output"
+    stdout: list[str] = Field(default_factory=list)
+    stderr: list[str] = Field(default_factory=list)
+    code: int = 0

