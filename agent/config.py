@@ -60,6 +60,7 @@ class Settings(BaseSettings):
     )
     embedding_cache: bool = Field(True, description="Cache document embeddings under data_dir (keyed by embedder and text hash) so re-ingesting unchanged text costs nothing.")
     query_cache_size: int = Field(1024, description="Query embeddings kept in memory per process (LRU), so a repeated question skips the model; 0 disables.")
+    max_file_mb: float = Field(20.0, description="Files larger than this (in MB) are skipped by `ingest`, with a message naming them.")
     chunk_chars: int = Field(1200, description="Target chunk size in characters.")
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
@@ -76,6 +77,11 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
     llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
     max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
+    turn_timeout: float = Field(
+        20.0,
+        description="Seconds a turn may take, router, agent and fallbacks together. When the models fail or run "
+        "out of time, the user gets the search results with their sources and a short note instead.",
+    )
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
 
     # --- intent router (added by the agent issue) -----------------------------------

@@ -15,6 +15,8 @@ from typing import Literal
 import aiosqlite
 from pydantic import BaseModel, Field
 
+from agent.private import private_file
+
 Rating = Literal["up", "down"]
 
 _SCHEMA = """
@@ -54,7 +56,7 @@ class FeedbackStore:
         self._ready = False
 
     async def _connect(self) -> aiosqlite.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         db = await aiosqlite.connect(self.path, timeout=10)
         if not self._ready:
             await db.execute(_SCHEMA)

@@ -14,6 +14,7 @@ from typing import Protocol
 import aiosqlite
 
 from agent.messages import ChatMessage
+from agent.private import private_file
 
 
 def conversation_key(surface: str, thread_id: str) -> str:
@@ -104,7 +105,7 @@ class SQLiteConversationStore:
 
     async def _conn(self) -> aiosqlite.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # conversations: 0600 in a 0700 data dir
             self._db = await aiosqlite.connect(self.path)
             # WAL + synchronous=NORMAL: a commit is a write, not an fsync (durable across
             # process crashes; the last turns may be lost only on power loss).

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent.config import Settings
+from agent.private import private_dir
 from agent.store import VectorStore, open_store
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ class Runtime:
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":
         """Open the configured store; `StoreInUse` when another process holds the data dir."""
+        if not settings.qdrant_url:
+            private_dir(settings.data_dir)  # conversations, caches and documents: 0700
         return cls(settings=settings, store=open_store(settings))
 
     def embedder(self, spec: str | None = None) -> "Embedder":

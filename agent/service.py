@@ -1,14 +1,16 @@
 """The one entry point every surface calls: a question in, an answer with sources out.
 
 `Askdesk.answer` reads top to bottom: check the input -> route -> prefetch -> agent loop
-(or a search-only answer when no provider is configured) -> remember -> trace. It never
-raises for provider or vector-store failures: the user gets an apology with a reference
-id, the log the details. Surfaces (terminal, Slack, Teams) never talk to the loop, the
-router or providers directly.
+(or a search-only answer when no provider is configured) -> remember -> trace, all within
+ASKDESK_TURN_TIMEOUT (agent/deadline.py). It never raises: when the models fail or run out of
+time the user gets the search results with a note (agent/degrade.py), and only when the
+search fails too an apology with a reference id, the log the details. Surfaces (terminal,
+Slack, Teams) never talk to the loop, the router or providers directly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import traceback
@@ -18,6 +20,8 @@ from typing import Any
 from agent import search_only
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
+from agent.deadline import ROUTER_SHARE, deadline, remaining, reserve
+from agent.degrade import failure_apology, model_failure_note
 from agent.domain import domain_path, load_domain
 from agent.knowledge.search import KnowledgeBaseUnavailable
 from agent.loop import Prefetched, ProgressFn, run_agent
@@ -102,11 +106,14 @@ class Askdesk:
         span = self.tracer.turn("askdesk turn", {"text": text},
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         route: Route | None = None
+        budget = self.settings.turn_timeout
         try:
-            history = req.history if req.history is not None else (await self.store.load(req.surface, req.thread_id)).messages
-            history = trim_history([m for m in history if m.role in ("user", "assistant")], self.settings.history_chars)
-            route = await self._route(text, history, req.collection, span)
-            result = await self._respond(text, history, route, req, progress, span)
+            with deadline(budget - reserve(budget)):  # the rest is kept to answer without the models
+                history = req.history if req.history is not None else (await self.store.load(req.surface, req.thread_id)).messages
+                history = trim_history([m for m in history if m.role in ("user", "assistant")], self.settings.history_chars)
+                with deadline(budget * ROUTER_SHARE):  # then the LLM-free pre-filter routes
+                    route = await self._route(text, history, req.collection, span)
+                result = await self._respond(text, history, route, req, progress, span)
         except Exception as exc:
             result = self._apology(exc, route, span)
             span = NOOP
@@ -172,11 +179,15 @@ class Askdesk:
             prefetched = await prefetcher.run(route.route, route.query, span=span, progress=progress, done=route.prefetch)
         if self.models.agent is None:
             return self._search_only_answer(route, prefetched, common)
-        run = await run_agent(
-            model=self.models.agent, registry=prefetcher.registry, prompts=self.prompts, question=text,
-            history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
-            domain=self.settings.assistant_domain, progress=progress, span=span, tool_specs=tool_specs,
-        )
+        try:
+            async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
+                run = await run_agent(
+                    model=self.models.agent, registry=prefetcher.registry, prompts=self.prompts, question=text,
+                    history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
+                    domain=self.settings.assistant_domain, progress=progress, span=span, tool_specs=tool_specs,
+                )
+        except (ProviderError, TimeoutError) as exc:
+            return await self._without_model(exc, route, prefetched, common, prefetcher, span)
         common["llm_calls"] += len(run.usages)
         return AnswerResult(answer=run.answer, references=run.references, confidence=run.confidence,
                             tool_calls=run.tool_calls, facilities=run.facilities, **common)
@@ -192,13 +203,25 @@ class Askdesk:
                             tool_calls=[p.name for p in prefetched],
                             facilities=first.facilities if first else [], **common)
 
+    async def _without_model(self, exc: Exception, route: Route, prefetched: list[Prefetched], common: dict[str, Any],
+                             prefetcher: Prefetcher, span: Span) -> AnswerResult:
+        """The models failed or ran out of time: the search results, headed by a note saying why."""
+        log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
+        if not prefetched:  # prefetch off (benchmarks): search now, in the time kept back for it
+            async with asyncio.timeout(reserve(self.settings.turn_timeout)):
+                prefetched = await prefetcher.run(route.route, route.query, span=span)
+        common["llm_calls"] += len(getattr(exc, "attempts", []))
+        result = self._search_only_answer(route, prefetched, common)
+        result.answer = f"{model_failure_note(exc, self.prompts)}\n\n{result.answer}"  # per answer, not a notice
+        return result
+
     def _apology(self, exc: Exception, route: Route | None, span: Span) -> AnswerResult:
         """The user's apology with a reference id; the log gets the error type (and stack for bugs),
         never the message text (exception messages can quote it)."""
         ref = uuid.uuid4().hex[:8]
-        if isinstance(exc, ProviderError):
-            log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, exc.provider)
-            message = self.prompts.render("provider_error", ref=ref)
+        if isinstance(exc, (ProviderError, TimeoutError)):
+            log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, getattr(exc, "provider", ""))
+            message = failure_apology(exc, self.prompts, ref)
         elif isinstance(exc, KnowledgeBaseUnavailable):
             log.error("turn %s: knowledge base unavailable: %s", ref, exc)
             message = self.prompts.render("store_error", ref=ref)

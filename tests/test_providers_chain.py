@@ -6,7 +6,7 @@ import pytest
 
 from agent.config import Settings
 from agent.messages import ChatMessage
-from agent.providers.base import ProviderError, ProviderNotConfigured
+from agent.providers.base import ProviderConfigError, ProviderError, ProviderNotConfigured
 from agent.providers.chain import ModelChain
 from tests.fakes.llm_models import FINAL, FinalAnswer, Step
 
@@ -38,14 +38,27 @@ async def test_timeout_falls_back_to_gemini(llm_server):
     assert "within 1" in completion.attempts[0].error
 
 
-async def test_401_is_raised_without_fallback(llm_server):
+async def test_401_falls_back_at_once_and_is_logged_as_a_configuration_error(llm_server, caplog):
+    """Before: a 401 was raised at once (no fallback) and read as a temporary outage."""
     llm_server.script_error("openai", 401)
-    chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"])
-    with pytest.raises(ProviderError, match="HTTP 401") as err:
+    llm_server.script("groq", FINAL)
+    chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"], max_retries=2)
+    completion = await chain.complete(MESSAGES, Step)
+    assert completion.usage.provider == "groq"
+    assert [r.provider for r in llm_server.requests] == ["openai", "groq"]  # the 401 was not retried
+    (record,) = [r for r in caplog.records if r.name == "askdesk.providers"]
+    assert record.levelname == "ERROR"
+    assert record.getMessage().startswith("configuration error: openai/gpt-4.1-mini rejected the API key in OPENAI_API_KEY")
+
+
+async def test_all_failing_with_a_401_among_them_is_a_configuration_error(llm_server):
+    llm_server.script_error("openai", 401)
+    llm_server.script_error("groq", 503, times=3)
+    chain = ModelChain(["openai/gpt-4.1-mini", "groq/llama-3.3-70b-versatile"], max_retries=2)
+    with pytest.raises(ProviderConfigError, match="OPENAI_API_KEY") as err:
         await chain.complete(MESSAGES, Step)
-    assert not err.value.retryable
-    assert [u.provider for u in err.value.attempts] == ["openai"]
-    assert llm_server.requests_for("groq") == []
+    assert err.value.key_env == "OPENAI_API_KEY"
+    assert [u.provider for u in err.value.attempts] == ["openai", "groq"]
 
 
 async def test_unconfigured_specs_are_skipped_and_reported(llm_server, monkeypatch):

@@ -93,17 +93,18 @@ async def test_401_is_not_retried_and_names_the_key(llm_server):
         await OpenAIProvider().complete(MESSAGES, Step, model="m", max_retries=3)
     assert not err.value.retryable
     assert "HTTP 401" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
-    assert "Incorrect API key provided" in str(err.value)
+    # the server's text is left out: OpenAI's quotes part of the key
+    assert "Incorrect API key provided" not in str(err.value)
     assert len(llm_server.requests) == 1
 
 
-async def test_timeout_is_retried(llm_server):
+async def test_timeout_is_not_retried_on_the_same_provider(llm_server):
+    """A model that hung once is likely to hang again: the chain moves on instead (issue 12)."""
     llm_server.script_delay("openai", 3.0, then=FINAL)
-    llm_server.script("openai", FINAL)
-    # the retry must succeed within the timeout: leave room for a loaded CI machine
-    completion = await OpenAIProvider().complete(MESSAGES, Step, model="m", timeout=1.0, max_retries=1)
-    assert completion.output.step.kind == "final_answer"
-    assert len(llm_server.requests) == 2
+    with pytest.raises(ProviderError, match="within 1s") as err:
+        await OpenAIProvider().complete(MESSAGES, Step, model="m", timeout=1.0, max_retries=2)
+    assert err.value.retryable and err.value.attempts[0].requests == 1
+    assert len(llm_server.requests) == 1
 
 
 async def test_timeout_without_retries_is_a_retryable_error(llm_server):

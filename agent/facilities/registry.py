@@ -146,16 +146,25 @@ def parse_days(value: str) -> list[str]:
     return [d for d in _DAY_NAMES if d in found]
 
 
-def parse_location(lat: str, lon: str) -> GeoPoint | None:
-    if not lat.strip() and not lon.strip():
+def parse_coordinate(value: str, limit: float) -> float | None:
+    """One latitude (limit 90) or longitude (limit 180) in degrees; blank = unknown."""
+    if not value.strip():
         return None
     try:
-        point = GeoPoint(lat=float(lat), lon=float(lon))
+        number = float(value)
     except ValueError:
-        raise ValueError(f"bad coordinates {lat!r}, {lon!r}") from None
-    if not (-90 <= point.lat <= 90 and -180 <= point.lon <= 180):
-        raise ValueError(f"coordinates out of range {lat!r}, {lon!r}")
-    return point
+        raise ValueError(f"not a number: {value!r}") from None
+    if not -limit <= number <= limit:
+        raise ValueError(f"out of range (-{limit:g} to {limit:g}): {value!r}")
+    return number
+
+
+def parse_location(lat: float | None, lon: float | None) -> GeoPoint | None:
+    if lat is None and lon is None:
+        return None
+    if lat is None or lon is None:
+        raise ValueError("has only one of latitude and longitude")
+    return GeoPoint(lat=lat, lon=lon)
 
 
 def parse_date(value: str) -> str:
@@ -213,7 +222,12 @@ def facility_from_row(row: dict[str, str], columns: dict[str, str]) -> Facility:
         raise ValueError(f"bad zip code {get('zip')!r}")
     values["zip5"] = zip5.group(0) if zip5 else ""
     values["open_minutes"], values["close_minutes"] = typed("hours", parse_hours, get("hours"))
-    values["location"] = typed("latitude", parse_location, get("latitude"), get("longitude"))
+    lat = typed("latitude", parse_coordinate, get("latitude"), 90)
+    lon = typed("longitude", parse_coordinate, get("longitude"), 180)
+    try:
+        values["location"] = parse_location(lat, lon)
+    except ValueError as exc:
+        raise ValueError(f"{columns['latitude']}/{columns['longitude']}: {exc}") from None
     values["city_key"] = norm_key(str(values["city"]))
     values["county_key"] = norm_key(str(values["county"]))
     mapped = set(columns.values())

@@ -11,6 +11,8 @@ import sqlite3
 from array import array
 from pathlib import Path
 
+from agent.private import private_file
+
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -18,8 +20,7 @@ def text_hash(text: str) -> str:
 
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path))
+        self._db = sqlite3.connect(str(private_file(path)))
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS embeddings ("
             " embedder TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL,"

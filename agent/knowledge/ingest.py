@@ -29,6 +29,7 @@ from agent.knowledge.sparse import SPARSE_VERSION, bm25_document
 from agent.knowledge.store import (
     DENSE,
     SPARSE,
+    StoreError,
     delete_file_points,
     ensure_collection,
     file_states,
@@ -56,7 +57,7 @@ class IngestProgress:
 @dataclass
 class IngestReport:
     collection: str
-    files: int = 0  # readable files considered
+    files: int = 0  # files ingested: updated + unchanged (skipped ones are not counted here)
     updated: list[str] = field(default_factory=list)  # new or changed files written
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
@@ -145,7 +146,9 @@ def _is_current(state: dict[str, Any] | None, fhash: str, n_chunks: int) -> bool
     return set(hashes) == {fhash} and hashes[fhash] == n_chunks and state["n_chunks"].get(fhash) == n_chunks
 
 
-def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str) -> list[models.PointStruct]:
+def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str,
+                 n_chunks: int) -> list[models.PointStruct]:
+    """Points of `chunks` (one write batch of a file that has `n_chunks` chunks in all)."""
     points = []
     for chunk, vector in zip(chunks, vectors):
         embed_text = chunk.embed_text(doc.title)
@@ -158,7 +161,7 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
             "lang": lang,
             "content_hash": content_hash,
             "file_hash": fhash,
-            "n_chunks": len(chunks),
+            "n_chunks": n_chunks,
             "format": doc.format,
             "text": chunk.text,
         }
@@ -189,7 +192,10 @@ async def ingest(
     """
     started = time.perf_counter()
     settings = runtime.settings
-    name = collection or settings.collection
+    name = settings.collection if collection is None else collection
+    if not name.strip():
+        raise StoreError("the collection name is empty: give --collection NAME or leave it out for "
+                         f"the default ({settings.collection!r})")
     progress = progress or IngestProgress()
     report = IngestReport(collection=name)
     embedder = runtime.embedder()  # fails early (EmbedderError) when e.g. an API key is missing
@@ -197,20 +203,25 @@ async def ingest(
     files, problems = discover(paths)
     report.skipped.extend(problems)
     progress.files_found(len(files))
-    docs: list[Document] = []
+    max_bytes = int(settings.max_file_mb * 1_000_000)
+    planned: list[tuple[Document, list[Chunk]]] = []
     for path, source in files:
         try:
-            docs.append(load_document(path, source))
+            doc = load_document(path, source, max_bytes=max_bytes)
         except LoadError as exc:
             report.skipped.append((source, str(exc)))
             progress.file_done(source)
-    planned = [
-        (doc, chunk_document(doc.text, title=doc.title, chunk_chars=settings.chunk_chars, overlap=settings.chunk_overlap))
-        for doc in docs
-    ]
-    report.files = len(docs)
+            continue
+        chunks = chunk_document(doc.text, title=doc.title, chunk_chars=settings.chunk_chars,
+                                overlap=settings.chunk_overlap)
+        if not chunks:
+            report.skipped.append((source, "no text content"))
+            progress.file_done(source)
+            continue
+        planned.append((doc, chunks))
+    report.files = len(planned)
     report.chunks = sum(len(chunks) for _, chunks in planned)
-    if not docs and not prune:  # nothing to write: do not create an empty collection
+    if not planned and not prune:  # nothing to write: do not create an empty collection
         report.seconds = time.perf_counter() - started
         return report
 
@@ -229,10 +240,6 @@ async def ingest(
     cache = open_cache(settings)
     try:
         for doc, chunks, fhash in work:
-            if not chunks:
-                report.skipped.append((doc.source, "no text content"))
-                progress.file_done(doc.source)
-                continue
             lang = detect_language(doc.text)
             for start in range(0, len(chunks), UPSERT_BATCH):
                 batch = chunks[start : start + UPSERT_BATCH]
@@ -240,7 +247,7 @@ async def ingest(
                 before = cache.get_many(embedder.name, [text_hash(t) for t in texts]) if cache else {}
                 vectors = await embed_with_cache(embedder, texts, cache)
                 report.embedded += len(texts) - len(before)
-                points = build_points(doc, batch, vectors, fhash, lang)
+                points = build_points(doc, batch, vectors, fhash, lang, len(chunks))
                 await runtime.store.upsert(name, points)
                 report.chunks_written += len(points)
                 progress.chunks_done(len(points))

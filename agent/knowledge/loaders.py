@@ -9,9 +9,18 @@ Files that cannot be used raise `LoadError` with a short reason; the caller repo
 from __future__ import annotations
 
 import io
+import logging
+import os
 import re
+import stat
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+# pypdf reports recoverable damage ("incorrect startxref pointer") as log warnings: without
+# logging configured Python prints them bare on stderr, between our progress lines. A file
+# that cannot be read is reported by name instead (LoadError).
+logging.getLogger("pypdf").addHandler(logging.NullHandler())
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
@@ -124,11 +133,13 @@ def _load_pdf(path: Path, source: str, data: bytes) -> Document:
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise LoadError("encrypted PDF")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+        with warnings.catch_warnings():  # pypdf's recoverable-damage warnings: not the user's concern
+            warnings.simplefilter("ignore")
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise LoadError("encrypted PDF")
+            pages = [(page.extract_text() or "").strip() for page in reader.pages]
+            meta_title = (reader.metadata.title if reader.metadata else None) or ""
     except LoadError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError) as exc:
@@ -141,14 +152,37 @@ def _load_pdf(path: Path, source: str, data: bytes) -> Document:
     return Document(source=source, title=title, text="\n\n".join(sections), format="pdf")
 
 
-def load_document(path: Path, source: str | None = None) -> Document:
+_SPECIAL = [(stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+            (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")]
+
+
+def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`. FIFOs and devices are refused before
+    they are opened (reading one blocks forever or never ends), big files before they are read."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise LoadError(f"unreadable ({exc.strerror or type(exc).__name__})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _SPECIAL if test(info.st_mode)), "not a regular file")
+        raise LoadError(f"not a regular file ({kind})")
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise LoadError(f"{info.st_size / 1e6:.1f} MB is over the {max_bytes / 1e6:g} MB limit (ASKDESK_MAX_FILE_MB)")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1) if max_bytes is not None else handle.read()
+    except OSError as exc:
+        raise LoadError(f"unreadable ({exc.strerror or type(exc).__name__})") from exc
+    if max_bytes is not None and len(data) > max_bytes:  # grew after the stat
+        raise LoadError(f"over the {max_bytes / 1e6:g} MB limit (ASKDESK_MAX_FILE_MB)")
+    return data
+
+
+def load_document(path: Path, source: str | None = None, *, max_bytes: int | None = None) -> Document:
     """Read one file into a Document, or raise LoadError saying why it cannot be used."""
     source = source or path.name
     suffix = path.suffix.lower()
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(f"unreadable ({exc.strerror or type(exc).__name__})") from exc
+    data = read_regular_file(path, max_bytes)
     if not data.strip():
         raise LoadError("empty file")
     if suffix in PDF_SUFFIXES or data[:5] == b"%PDF-":

@@ -61,6 +61,15 @@ class ProviderError(RuntimeError):
         self.attempts: list[Usage] = list(attempts or [])  # the failed calls, for the turn's count
 
 
+class ProviderConfigError(ProviderError):
+    """The provider refused our credentials (HTTP 401/403): a configuration problem for an
+    administrator, not a temporary outage. `key_env` names the variable to fix."""
+
+    def __init__(self, message: str, *, provider: str = "", key_env: str = "", attempts: list[Usage] | None = None):
+        super().__init__(message, provider=provider, retryable=False, attempts=attempts)  # the chain still moves on
+        self.key_env = key_env
+
+
 class ProviderNotConfigured(ProviderError):
     """No key/base URL for a provider: the message names the env var that enables it."""
 

@@ -6,10 +6,13 @@ cheap router model first, and routing keeps working when its provider is down.
 Unset model settings default to a model of the first provider whose key is present
 (`DEFAULT_AGENT_MODELS` / `DEFAULT_ROUTER_MODELS`), so setting OPENAI_API_KEY alone is enough.
 
-Fallback rule: a retryable ProviderError (timeout, 429, 5xx, connection, unusable output,
-after the provider's own retries) moves on to the next spec; a not-configured spec is
-skipped; a non-retryable error (400/401/403/404) is raised at once — it is a configuration
-problem that another model would only hide.
+Fallback rule: any ProviderError, once the provider's own retries are done or cannot help
+within the turn's deadline (agent/deadline.py), moves on to the next spec at once; a
+not-configured spec is skipped. A rejected key (401/403) is logged at ERROR as a configuration
+error naming its variable, and when no model answers the chain raises ProviderConfigError, so
+the user hears "configuration problem", not "temporary outage". Each call gets at most the
+time left before the deadline; with none left the chain stops (`DeadlineExceeded`). Log lines
+name the spec and the kind of failure, never the provider's message (it can quote the input).
 
 Accounting: every provider attempt, failed or not, is a `Usage` (with `error` set on
 failures and `requests` = HTTP requests behind it). The returned Completion lists them all
@@ -19,6 +22,7 @@ the raised ProviderError's `attempts` lists them. A turn's `llm_calls` is their 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from typing import TypeVar
@@ -27,10 +31,23 @@ from pydantic import BaseModel
 
 from agent.config import Settings
 from agent.messages import ChatMessage
-from agent.providers.base import Completion, Provider, ProviderError, ProviderNotConfigured, Usage
+from agent.deadline import bounded, remaining
+from agent.providers.base import (
+    Completion,
+    Provider,
+    ProviderConfigError,
+    ProviderError,
+    ProviderNotConfigured,
+    Usage,
+)
 from agent.providers.factory import parse_spec, resolve
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger("askdesk.providers")
+
+
+class DeadlineExceeded(ProviderError):
+    """The turn's deadline passed before any model answered."""
 
 # (env var that enables it, spec) in order of preference when no model is configured
 DEFAULT_AGENT_MODELS = [
@@ -110,17 +127,25 @@ class ModelChain:
         errors: list[str] = []
         attempts: list[Usage] = []
         last: ProviderError | None = None
+        config: ProviderConfigError | None = None
         for spec, provider, model in self._targets:
+            left = remaining()
+            if left is not None and left <= 0:
+                errors.append(f"{spec}: not tried, the turn's deadline had passed")
+                last = last or DeadlineExceeded("no time left for a model call", provider=provider.name)
+                last.attempts = list(attempts)
+                break
             try:
                 completion = await provider.complete(
                     messages, response_model, model=model,
                     max_retries=self.max_retries if max_retries is None else max_retries,
-                    timeout=self.timeout if timeout is None else timeout)
+                    timeout=bounded(self.timeout if timeout is None else timeout))
             except ProviderError as exc:
                 attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
                 exc.attempts = list(attempts)
-                if not exc.retryable:
-                    raise
+                _log_failure(spec, exc)
+                if isinstance(exc, ProviderConfigError):
+                    config = config or exc
                 errors.append(f"{spec}: {exc}")
                 last = exc
                 continue
@@ -128,5 +153,18 @@ class ModelChain:
         assert last is not None
         if len(errors) == 1:
             raise last
-        raise ProviderError("every model failed — " + "; ".join(errors), provider=last.provider,
-                            retryable=True, attempts=attempts) from last
+        summary = "every model failed — " + "; ".join(errors)
+        if config is not None:  # the actionable, lasting cause wins over transient ones
+            raise ProviderConfigError(summary, provider=config.provider, key_env=config.key_env,
+                                      attempts=attempts) from last
+        raise ProviderError(summary, provider=last.provider, retryable=True, attempts=attempts) from last
+
+
+def _log_failure(spec: str, exc: ProviderError) -> None:
+    if isinstance(exc, ProviderConfigError):
+        log.error("configuration error: %s rejected the API key in %s; fix or replace it (trying the next model)",
+                  spec, exc.key_env or "its key variable")
+        return
+    status = getattr(exc, "status", None)
+    log.warning("model %s failed (%s%s); trying the next model", spec, type(exc).__name__,
+                f", HTTP {status}" if status else "")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -26,7 +27,7 @@ import instructor
 from google import genai
 from google.genai import types
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
@@ -136,12 +137,14 @@ def _gemini_model(response_model: type[BaseModel]) -> type[BaseModel]:
     })
 
 
-def _reask_policy(max_retries: int) -> AsyncRetrying:
+def _reask_policy(max_retries: int, got_empty: Callable[[], bool] = lambda: False) -> AsyncRetrying:
     """instructor re-asks on validation errors; a reply without the function call (text, or
-    a MALFORMED_FUNCTION_CALL candidate) fails instructor's asserts instead, so retry those too."""
+    a MALFORMED_FUNCTION_CALL candidate) fails instructor's asserts instead, so retry those too.
+    A reply with no candidates at all is not re-asked: the chain moves to the next model."""
+    reaskable = (ValidationError, ValueError, AssertionError)
     return AsyncRetrying(
         stop=stop_after_attempt(max(max_retries, 0) + 1),
-        retry=retry_if_exception_type((ValidationError, ValueError, AssertionError)),
+        retry=retry_if_exception(lambda exc: isinstance(exc, reaskable) and not got_empty()),
         reraise=True,
     )
 
@@ -200,12 +203,14 @@ class GeminiProvider:
         safe_model = _gemini_model(response_model)
 
         async def call(hooks):
+            empty: list[bool] = []
+            hooks.on("completion:response", lambda response: empty.append(not getattr(response, "candidates", True)))
             output, raw = await client.create_with_completion(
                 messages=contents,
                 **({"system": system} if system else {}),
                 response_model=safe_model,
                 model=model,
-                max_retries=_reask_policy(max_retries),
+                max_retries=_reask_policy(max_retries, lambda: any(empty)),
                 hooks=hooks,
             )
             return response_model.model_validate(dict(output)), raw

@@ -4,10 +4,15 @@ Shared by every provider module so they all behave the same:
 - instructor re-asks the model on invalid JSON / validation errors (its own `max_retries`);
 - timeouts, connection errors, 408/409/429 and 5xx are retried here with exponential
   backoff (honouring `Retry-After`), because SDK retries differ per SDK and are disabled;
-- every failure becomes a `ProviderError`: `retryable=True` (timeout, 429, 5xx, connection,
-  unusable output — another provider may do better) or `False` (400/401/403/404 — fix the
-  configuration); `ProviderError.attempts` carries what the failed call cost.
+- every failure becomes a `ProviderError`; `ProviderError.attempts` carries what the failed call
+  cost. 401/403 become `ProviderConfigError` naming the key variable.
+- a retry on the same provider happens only when it can help within the turn's deadline
+  (agent/deadline.py): never after a timeout (a hung model hangs again), an empty response or
+  a rejected key, and never when Retry-After asks for longer than `retry_after_cap` or than
+  the time left — the chain moves to the next model at once instead.
 - `Usage` counts the HTTP requests behind a call and sums tokens over re-asks.
+- error messages never quote the model's output (pydantic's `input_value`): it can echo the
+  user's question, and these messages reach logs and traces.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from typing import Any, TypeVar
 
 from instructor.core.hooks import Hooks
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception
 
-from agent.providers.base import Completion, ProviderError, Usage
+from agent.deadline import bounded, remaining
+from agent.providers.base import Completion, ProviderConfigError, ProviderError, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -53,10 +59,11 @@ class TransientProviderError(ProviderError):
     """A failure worth retrying on the same provider (timeout, 429, 5xx, connection)."""
 
     def __init__(self, message: str, *, provider: str = "", status: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, same_provider: bool = True):
         super().__init__(message, provider=provider, retryable=True)
         self.status = status
         self.retry_after = retry_after
+        self.same_provider = same_provider  # False: retrying here will not help, move on
 
 
 # --------------------------------------------------------------------------- error mapping
@@ -66,6 +73,17 @@ def _parse_errors() -> tuple[type[BaseException], ...]:
     from instructor.core.exceptions import ResponseParsingError
 
     return (ValidationError, json.JSONDecodeError, ResponseParsingError, AssertionError)
+
+
+def _validation_summary(exc: BaseException) -> str:
+    """What failed validation, without the offending values (they can quote the user)."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_input=False, include_url=False)
+        parts = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in errors[:3]]
+        return f"{exc.error_count()} validation error(s) for {exc.title}: " + "; ".join(parts)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at position {exc.pos})"
+    return type(exc).__name__
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -133,28 +151,32 @@ def classify(exc: BaseException, *, provider: str, timeout: float, key_env: str 
         cause = exc.__cause__
         if cause is None or isinstance(cause, _parse_errors()):
             attempts = getattr(exc, "n_attempts", None)
-            detail = str(cause or exc).strip().splitlines()[0:3]
             return ProviderError(
                 f"{provider} returned output that does not fit the expected structure"
-                f"{f' after {attempts} attempts' if attempts else ''}: {' '.join(detail)}",
+                f"{f' after {attempts} attempts' if attempts else ''}: {_validation_summary(cause or exc)}",
                 provider=provider, retryable=True)
         exc = cause
     if _is_timeout(exc):
-        return TransientProviderError(f"{provider} did not answer within {timeout:g}s", provider=provider)
+        return TransientProviderError(f"{provider} did not answer within {timeout:g}s", provider=provider,
+                                      same_provider=False)
     status = _status_of(exc)
     if status is not None:
         message = _server_message(exc)
         if status in TRANSIENT_STATUS:
             return TransientProviderError(f"{provider} answered HTTP {status}: {message}", provider=provider,
                                           status=status, retry_after=_retry_after(exc))
-        hint = f" (check {key_env})" if status in (401, 403) and key_env else ""
-        return ProviderError(f"{provider} rejected the request with HTTP {status}{hint}: {message}",
+        if status in (401, 403):
+            where = key_env or "its API key"
+            return ProviderConfigError(f"{provider} rejected the API key in {where} (HTTP {status}): check {where}",
+                                       provider=provider, key_env=key_env)
+        return ProviderError(f"{provider} rejected the request with HTTP {status}: {message}",
                              provider=provider, retryable=False)
     if _is_connection(exc):
-        return TransientProviderError(f"{provider} is unreachable: {exc}", provider=provider)
+        return TransientProviderError(f"{provider} is unreachable: {type(exc).__name__}", provider=provider)
     if isinstance(exc, _parse_errors()):
-        return ProviderError(f"{provider} returned unusable output: {exc}", provider=provider, retryable=True)
-    return ProviderError(f"{provider} call failed: {type(exc).__name__}: {exc}", provider=provider, retryable=False)
+        return ProviderError(f"{provider} returned unusable output: {_validation_summary(exc)}",
+                             provider=provider, retryable=True)
+    return ProviderError(f"{provider} call failed: {type(exc).__name__}", provider=provider, retryable=False)
 
 
 # --------------------------------------------------------------------------- the call
@@ -169,12 +191,39 @@ def _wait(retry_state: Any) -> float:
     return max(0.0, base * (1 + random.uniform(-BACKOFF.jitter, BACKOFF.jitter)))
 
 
+def _stopper(attempts: int) -> Callable[[Any], bool]:
+    """Stop retrying on this provider when a retry cannot help in the time there is."""
+
+    def stop(retry_state: Any) -> bool:
+        if retry_state.attempt_number >= attempts:
+            return True
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if not getattr(exc, "same_provider", True):
+            return True
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None and retry_after > BACKOFF.retry_after_cap:
+            return True  # e.g. Retry-After: 3600 — waiting any part of it is wasted time
+        left = remaining()
+        wait = retry_after if retry_after is not None else BACKOFF.initial * 2 ** (retry_state.attempt_number - 1)
+        return left is not None and wait >= left
+
+    return stop
+
+
+def _is_empty(response: Any) -> bool:
+    for name in ("choices", "candidates"):  # OpenAI-style / Gemini
+        if hasattr(response, name):
+            return not getattr(response, name)
+    return False
+
+
 @dataclass
 class _Meter:
     tokens_of: Callable[[Any], tuple[int, int]]
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    empty: int = 0  # responses with no choices / candidates at all
 
     def hooks(self) -> Hooks:
         hooks = Hooks()
@@ -186,6 +235,8 @@ class _Meter:
         self.requests += 1
 
     def _on_response(self, response: Any) -> None:
+        if _is_empty(response):
+            self.empty += 1
         try:
             tokens_in, tokens_out = self.tokens_of(response)
         except Exception:  # usage is best effort, never a failure
@@ -211,7 +262,7 @@ async def structured_call(
     """
     meter = _Meter(tokens_of)
     started = time.perf_counter()
-    guard = timeout * (max(max_retries, 0) + 1) + 1.0
+    attempts = max(max_retries, 0) + 1
 
     def usage(error: str | None = None) -> Usage:
         return Usage(provider=provider, model=model, input_tokens=meter.input_tokens,
@@ -219,7 +270,7 @@ async def structured_call(
                      requests=meter.requests, error=error)
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(max(max_retries, 0) + 1),
+        stop=_stopper(attempts),
         wait=_wait,
         retry=retry_if_exception(lambda e: isinstance(e, TransientProviderError)),
         reraise=True,
@@ -227,11 +278,18 @@ async def structured_call(
     try:
         async for attempt in retrying:
             with attempt:
+                # the SDK gets `timeout` per request; this guard covers an SDK that ignores it
+                # (instructor re-asks included) and the turn's deadline
+                guard = bounded(timeout * attempts + 1.0)
+                empty_before = meter.empty
                 try:
                     async with asyncio.timeout(guard):
                         output, _raw = await call(meter.hooks())
                 except Exception as exc:
-                    raise classify(exc, provider=provider, timeout=timeout, key_env=key_env) from exc
+                    if meter.empty > empty_before and not isinstance(exc, TimeoutError):
+                        raise ProviderError(f"{provider} returned an empty response (no choices)",
+                                            provider=provider, retryable=True) from exc
+                    raise classify(exc, provider=provider, timeout=min(timeout, guard), key_env=key_env) from exc
     except ProviderError as err:
         err.attempts = [usage(str(err))]
         raise

@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from agent.private import private_dir
+
 LOCK_FILE = "store.lock"
 
 
@@ -58,7 +60,7 @@ class DirectoryLock:
         self._fd: int | None = None
 
     def acquire(self) -> "DirectoryLock":
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -46,6 +46,42 @@ class _RichProgress:
         self.bars.update(self.chunks, advance=n)
 
 
+class _LineProgress:
+    """Plain progress lines on stderr when stdout is not a terminal (CI, cron, `| tee`): rich
+    bars would print nothing until the end, and a long ingest would look hung."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._every = every
+        self._started = self._last = self._clock()
+        self.files = self.files_total = self.chunks = self.chunks_total = 0
+
+    def _line(self, force: bool = False) -> None:
+        now = self._clock()
+        if force or now - self._last >= self._every:
+            self._last = now
+            typer.echo(f"ingest: {self.files}/{self.files_total} files, {self.chunks}/{self.chunks_total} chunks, "
+                       f"{now - self._started:.0f} s", err=True)
+
+    def files_found(self, total: int) -> None:
+        self.files_total = total
+        self._line(force=True)
+
+    def chunks_found(self, total: int) -> None:
+        self.chunks_total = total
+        self._line(force=True)
+
+    def file_done(self, source: str) -> None:
+        self.files += 1
+        self._line()
+
+    def chunks_done(self, n: int) -> None:
+        self.chunks += n
+        self._line()
+
+
 def ingest_cmd(
     paths: list[Path] = typer.Argument(..., help="Files or directories (Markdown, text, HTML, PDF)."),
     collection: str = typer.Option(None, "--collection", help="Target collection (default: the collection setting)."),
@@ -57,11 +93,18 @@ def ingest_cmd(
     from agent.knowledge.ingest import ingest
     from agent.knowledge.search import KnowledgeBaseUnavailable
 
-    progress = None if as_json else _RichProgress()
+    import sys
+
+    if collection is not None and not collection.strip():
+        raise _fail("--collection is empty: give a collection name, or leave the option out for the default", 2)
+    if as_json or not sys.stdout.isatty():
+        progress = _LineProgress()
+    else:
+        progress = _RichProgress()
 
     async def work(rt: Runtime):
-        if progress is None:
-            return await ingest(rt, paths, collection=collection, prune=prune)
+        if isinstance(progress, _LineProgress):
+            return await ingest(rt, paths, collection=collection, prune=prune, progress=progress)
         with progress.bars:
             return await ingest(rt, paths, collection=collection, prune=prune, progress=progress)
 
@@ -86,6 +129,8 @@ def _hand_over_ingest(paths, collection, prune, as_json, progress, exc):
                          prune=prune, as_json=as_json)
     if progress is None:
         return hand_over(request, exc)
+    if isinstance(progress, _LineProgress):  # no terminal: plain lines, as a local ingest prints
+        return hand_over(request, exc, lambda ev: getattr(progress, ev.event)(ev.value))
 
     def on_event(ev) -> None:
         if not progress.bars.live.is_started:  # bars only once a bot has taken the job
@@ -135,6 +180,8 @@ def search_cmd(
     """Search the knowledge base the way the bot does (no model needed)."""
     from agent.knowledge.search import KnowledgeBaseUnavailable, search
 
+    if collection is not None and not collection.strip():
+        raise _fail("--collection is empty: give a collection name, or leave the option out for the default", 2)
     if mode not in ("hybrid", "dense", "sparse"):
         raise _fail(f"unknown --mode {mode!r}: use hybrid, dense or sparse", 2)
     try:

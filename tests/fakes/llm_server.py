@@ -71,7 +71,30 @@ class Delay:
     then: Reply | Raw | Error | None = None
 
 
-Step = Reply | Raw | Error | Delay
+@dataclass
+class Empty:
+    """HTTP 200 with no answer in it: `choices: []` (OpenAI-style) or `candidates: []` (Gemini)."""
+
+
+Step = Reply | Raw | Error | Delay | Empty
+
+
+def fault(kind: str) -> Step:
+    """One named misbehaviour of a model API (issue 12's fault-injection suite):
+    429 | retry_after_long | 500 | hang | non_json | schema_invalid | empty_choices | 401."""
+    faults: dict[str, Step] = {
+        "429": Error(429, "rate limited", {"retry-after": "0"}),
+        "retry_after_long": Error(429, "rate limited for an hour", {"retry-after": "3600"}),
+        "500": Error(500, "internal error"),
+        "hang": Delay(3600.0),
+        "non_json": Raw("I am not JSON at all"),
+        "schema_invalid": Raw('{"unexpected": "shape"}'),
+        "empty_choices": Empty(),
+        "401": Error(401, "Incorrect API key provided"),
+    }
+    if kind not in faults:
+        raise ValueError(f"unknown fault {kind!r}: one of {', '.join(faults)}")
+    return faults[kind]
 
 
 @dataclass
@@ -98,7 +121,7 @@ class RecordedRequest:
 
 
 def _as_step(reply: Any) -> Step:
-    if isinstance(reply, (Reply, Raw, Error, Delay)):
+    if isinstance(reply, (Reply, Raw, Error, Delay, Empty)):
         return reply
     if isinstance(reply, str):
         return Raw(reply)
@@ -152,6 +175,10 @@ class FakeLLMServer:
     def script_delay(self, provider: str, seconds: float, then: Any = None) -> FakeLLMServer:
         """Queue a reply that arrives after `seconds` (`then`: dict/str/step; None = 504)."""
         return self.script(provider, Delay(seconds, None if then is None else _as_step(then)))
+
+    def script_fault(self, provider: str, kind: str, *, times: int = 1) -> FakeLLMServer:
+        """Queue `times` of a named fault (see `fault`): e.g. script_fault("openai", "empty_choices")."""
+        return self.script(provider, *[fault(kind) for _ in range(times)])
 
     def script_default(self, provider: str, reply: Any) -> FakeLLMServer:
         """Reply used whenever `provider`'s queue is empty (benchmarks; never counted as unused)."""
@@ -289,7 +316,7 @@ class FakeLLMServer:
             return None
 
     async def _serve(self, rec: RecordedRequest, render: Callable[[RecordedRequest, Reply | Raw], dict],
-                     error_body: Callable[[int, str], dict]) -> web.Response:
+                     error_body: Callable[[int, str], dict], empty: dict | None = None) -> web.Response:
         latency = self._latency.get(rec.provider, self._default_latency)
         if latency:
             await asyncio.sleep(latency)
@@ -304,6 +331,9 @@ class FakeLLMServer:
             rec.status = step.status
             return web.json_response(error_body(step.status, step.message), status=step.status,
                                      headers=step.headers)
+        if isinstance(step, Empty):
+            rec.status = 200
+            return web.json_response(empty or {})
         try:
             payload = render(rec, step)
         except Exception as exc:  # a malformed request or script: fail loudly
@@ -328,7 +358,10 @@ class FakeLLMServer:
         prefix = request.match_info.get("prefix")
         provider = "openai" if prefix is None else ("groq" if prefix == "openai" else prefix)
         rec = await self._record(request, provider)
-        return await self._serve(rec, self._render_openai, _openai_error)
+        return await self._serve(rec, self._render_openai, _openai_error, empty={
+            "id": "chatcmpl-fake-empty", "object": "chat.completion", "created": int(time.time()),
+            "model": rec.body.get("model", "fake"), "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
 
     def _render_openai(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         body = rec.body
@@ -371,7 +404,8 @@ class FakeLLMServer:
                 self.errors.append(rec.error)
             rec.status = 400
             return web.json_response(_gemini_error(400, problem), status=400)
-        return await self._serve(rec, self._render_gemini, _gemini_error)
+        return await self._serve(rec, self._render_gemini, _gemini_error, empty={
+            "candidates": [], "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}})
 
     def _render_gemini(self, rec: RecordedRequest, step: Reply | Raw) -> dict:
         text = _output_text(rec, step)
