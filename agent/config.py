@@ -148,6 +148,26 @@ class Settings(BaseSettings):
         description="Suggested prompts shown when a user opens askdesk's messages tab in Slack (at most 4).",
     )
 
+    teams_port: int = Field(3978, description="Port of the Teams messaging endpoint (POST /api/messages) of `askdesk serve teams`.")
+    teams_dev_mode: bool = Field(
+        False,
+        description="Local development only: accept Teams activities without JWT validation and without "
+        "CLIENT_ID/CLIENT_SECRET (the SDK's unauthenticated-requests switch); prints a warning at start.",
+    )
+    teams_streaming: bool = Field(
+        True,
+        description="Stream answers in Teams personal chats (progress updates, then the text); false = typing "
+        "indicator and one message, as in channels and group chats.",
+    )
+    teams_suggested_prompts: list[str] = Field(
+        default_factory=lambda: [
+            "What is the parent share of cost for a family of 3?",
+            "Who is eligible for child care assistance?",
+            "facility infant care near 78702",
+        ],
+        description="Suggested prompts of the Teams welcome message in personal chats (at most 3 are shown).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -195,7 +215,8 @@ SETTINGS_PAGE_HEAD = """# Settings
 Every setting is an environment variable prefixed `ASKDESK_` or a key in an optional
 `askdesk.yaml` (path in `ASKDESK_CONFIG`); environment wins over the file. Provider keys use
 the providers' own variables (`OPENAI_API_KEY`, ...), see [the agent](agent.md); Slack's
-tokens are `SLACK_*`, see [Slack](slack.md).
+tokens are `SLACK_*`, see [Slack](slack.md); Teams' credentials are the Teams SDK's
+`CLIENT_ID`, `CLIENT_SECRET` and `TENANT_ID`, see [Teams](teams.md).
 
 """
 

@@ -45,7 +45,8 @@ def in_use_message(data_dir: Path, holder: dict) -> str:
     who = f"pid {holder.get('pid', '?')}: {holder.get('command', 'another askdesk process')}"
     if str(holder.get("command", "")).startswith("askdesk serve"):
         hint = ("`askdesk ingest` and `askdesk ingest-facilities` are handed to it automatically; for other "
-                "commands stop the bot, use another ASKDESK_DATA_DIR, or share a Qdrant server (ASKDESK_QDRANT_URL)")
+                "commands stop the bot, use another ASKDESK_DATA_DIR, or share a Qdrant server (ASKDESK_QDRANT_URL); "
+                "to serve Slack and Teams, run both from one process: `askdesk serve slack teams`")
     else:
         hint = "run the command again when it has finished, or use another ASKDESK_DATA_DIR"
     return f"the data directory {data_dir} is in use by another askdesk process ({who}); {hint}"

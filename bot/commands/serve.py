@@ -1,9 +1,17 @@
-"""`askdesk serve slack`: run the Slack bot.
+"""`askdesk serve slack|teams|slack teams`: run the chat bots, in ONE process over one Askdesk.
 
-Socket Mode when `SLACK_APP_TOKEN` is set (development: no public URL needed), HTTP mode
-otherwise (`POST /slack/events` on `--port`/`ASKDESK_PORT`, for production behind a load
-balancer). Configuration mistakes (missing or rejected tokens, unreachable Slack) end
-with one clear line on stderr and exit code 2, never a traceback.
+The embedded stores admit one process per data dir, so both surfaces are served by the
+same process (`askdesk serve slack teams`), and a second `askdesk serve` on the same data
+dir stops at once with one line naming the holder (agent/store/lock.py, exit code 3),
+before it contacts Slack or Teams. `askdesk ingest` hands its jobs to the running server
+through the local admin channel (bot/admin).
+
+Slack: Socket Mode when `SLACK_APP_TOKEN` is set (development: no public URL needed), HTTP
+mode otherwise (`POST /slack/events` on `--port`/`ASKDESK_PORT`). Teams: the Teams SDK's
+`POST /api/messages` on `--teams-port`/`ASKDESK_TEAMS_PORT` (CLIENT_ID/CLIENT_SECRET/
+TENANT_ID, or ASKDESK_TEAMS_DEV_MODE=true locally). Configuration mistakes (missing or
+rejected credentials, a busy port or data dir) end with one clear line on stderr and exit
+code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,13 +20,14 @@ import asyncio
 import logging
 import os
 import signal
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional
 
 import typer
 
-serve_app = typer.Typer(help="Run askdesk as a chat bot.", no_args_is_help=True)
-
 log = logging.getLogger("askdesk.serve")
+
+SURFACES = ("slack", "teams")
 
 
 class StartupError(Exception):
@@ -26,24 +35,10 @@ class StartupError(Exception):
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(serve_app, name="serve")
+    app.command("serve", no_args_is_help=True)(serve)
 
 
-@serve_app.callback()
-def _store_is_free() -> None:
-    """Before any surface contacts its platform: refuse at once (one line, exit 3) when another
-    process holds the embedded store."""
-    from pydantic import ValidationError
-
-    from agent.config import load_settings
-    from agent.store.lock import DirectoryLock
-
-    try:
-        settings = load_settings()
-    except ValidationError:
-        return  # the command itself reports bad settings
-    if not settings.qdrant_url:
-        DirectoryLock.check_free(settings.data_dir)
+# --- Slack ------------------------------------------------------------------------------------
 
 
 def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: str | None) -> str:
@@ -77,6 +72,64 @@ async def verify_bot_token(client) -> dict:
         raise StartupError(f"cannot reach the Slack API at {client.base_url}: {type(exc).__name__}: {exc}") from None
 
 
+@dataclass
+class SlackConfig:
+    bot_token: str
+    app_token: str | None
+    signing_secret: str | None
+    mode: str
+    identity: dict = field(default_factory=dict)
+
+
+def slack_config() -> SlackConfig:
+    bot_token = os.environ.get("SLACK_BOT_TOKEN")
+    app_token = os.environ.get("SLACK_APP_TOKEN")
+    signing_secret = os.environ.get("SLACK_SIGNING_SECRET")
+    mode = check_tokens(bot_token, app_token, signing_secret)
+    return SlackConfig(bot_token or "", app_token, signing_secret, mode)
+
+
+async def start_slack(settings, askdesk, runtime, config: SlackConfig, host: str):
+    """The running Slack bot and a coroutine function that stops it."""
+    from bot.slack.app import build_slack_app, make_client
+
+    bot = build_slack_app(settings, askdesk, runtime, token=config.bot_token,
+                          signing_secret=config.signing_secret if config.mode == "http" else None)
+    who = f"@{config.identity.get('user')} in {config.identity.get('team')}"
+    if config.mode == "socket":
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+        from slack_sdk.errors import SlackApiError
+
+        handler = AsyncSocketModeHandler(bot.app, config.app_token, web_client=make_client(settings, None))
+        try:
+            await handler.connect_async()
+        except SlackApiError as exc:
+            raise StartupError(f"Slack rejected SLACK_APP_TOKEN ({exc.response.get('error')}): create an "
+                               "app-level token with the connections:write scope.") from None
+        typer.echo(f"askdesk: Slack Socket Mode connected as {who}", err=True)
+
+        async def stop_socket() -> None:
+            await handler.close_async()
+            await bot.drain(timeout=30)
+
+        return bot, stop_socket, None
+    try:
+        runner, port = await bot.start_http(host, settings.port)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {host}:{settings.port} ({exc.strerror or exc}): set "
+                           "ASKDESK_PORT or --port to a free port.") from None
+    typer.echo(f"askdesk: Slack HTTP mode as {who}, listening on http://{host}:{port}/slack/events", err=True)
+
+    async def stop_http() -> None:
+        await runner.cleanup()
+        await bot.drain(timeout=30)
+
+    return bot, stop_http, port
+
+
+# --- one process, every surface -------------------------------------------------------------
+
+
 async def start_admin_channel(settings, runtime):
     """Alongside the surfaces: the local channel `askdesk ingest` uses to hand jobs to this
     process while it holds the embedded store (bot/admin; None with a Qdrant server)."""
@@ -85,88 +138,139 @@ async def start_admin_channel(settings, runtime):
     return await AdminChannel.start(settings, runtime)
 
 
-async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -> None:
-    """Start the bot and serve until `stop` is set (or SIGINT/SIGTERM)."""
+@dataclass
+class Served:
+    """What `run_serve` started (tests and benchmarks reach the bots through `on_ready`)."""
+
+    askdesk: Any
+    slack: Any = None
+    teams: Any = None
+    slack_port: int | None = None
+    teams_port: int | None = None
+
+
+def parse_surfaces(names: list[str]) -> list[str]:
+    chosen: list[str] = []
+    for name in names:
+        key = name.strip().lower()
+        if key not in SURFACES:
+            raise StartupError(f"unknown surface {name!r}: choose slack, teams or both (askdesk serve slack teams).")
+        if key not in chosen:
+            chosen.append(key)
+    if not chosen:
+        raise StartupError("name the surface(s) to serve: askdesk serve slack | teams | slack teams.")
+    return chosen
+
+
+async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.Event | None = None,
+                    on_ready: Callable[[Served], Any] | None = None) -> None:
+    """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
     from agent.service import Askdesk
     from agent.store import StoreInUse
-    from bot.slack.app import build_slack_app, make_client
+    from agent.store.lock import DirectoryLock
 
-    bot_token = os.environ.get("SLACK_BOT_TOKEN")
-    app_token = os.environ.get("SLACK_APP_TOKEN")
-    signing_secret = os.environ.get("SLACK_SIGNING_SECRET")
-    mode = check_tokens(bot_token, app_token, signing_secret)
-    identity = await verify_bot_token(make_client(settings, bot_token))
+    surfaces = parse_surfaces(surfaces)
+    # every configuration check first: nothing is opened for a setup that cannot start
+    slack = slack_config() if "slack" in surfaces else None
+    teams_auth = None
+    if "teams" in surfaces:
+        from bot.teams.credentials import DEV_MODE_WARNING, TeamsConfigError, teams_auth as read_auth
 
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+            teams_auth = read_auth(settings)
+        except TeamsConfigError as exc:
+            raise StartupError(str(exc)) from None
+        if teams_auth.dev_mode:
+            typer.echo(DEV_MODE_WARNING, err=True)
+    if not settings.qdrant_url:
+        DirectoryLock.check_free(settings.data_dir)  # StoreInUse: one line (exit 3) before any platform call
 
+    running: list[Callable[[], Any]] = []
+    askdesk = runtime = admin = None
     try:
-        runtime = Runtime.open(settings)
-    except StoreInUse:
-        raise  # one line from the CLI entry point (exit 3), like every command
-    except Exception as exc:
-        raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
-    askdesk = None
-    admin = None
-    try:
+        if slack is not None:
+            from bot.slack.app import make_client
+
+            slack.identity = await verify_bot_token(make_client(settings, slack.bot_token))
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+            except (NotImplementedError, RuntimeError):
+                pass
+        try:
+            runtime = Runtime.open(settings)
+        except StoreInUse:
+            raise  # one line from the CLI entry point (exit 3), like every command
+        except Exception as exc:
+            raise StartupError(f"cannot open the vector store ({type(exc).__name__}: {exc})") from None
+        try:
+            runtime.embedder()  # load the embedding model now, not inside the first question's turn
+        except Exception as exc:  # the first question reports it properly
+            log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime)
         admin = await start_admin_channel(settings, runtime)
-        bot = build_slack_app(settings, askdesk, runtime, token=bot_token,
-                              signing_secret=signing_secret if mode == "http" else None)
-        who = f"@{identity.get('user')} in {identity.get('team')}"
-        if mode == "socket":
-            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-            from slack_sdk.errors import SlackApiError
+        served = Served(askdesk=askdesk)
+        if slack is not None:
+            served.slack, stopper, served.slack_port = await start_slack(settings, askdesk, runtime, slack, host)
+            running.append(stopper)
+        if teams_auth is not None:
+            from bot.teams.run import TeamsStartError, endpoint, start_teams
 
-            handler = AsyncSocketModeHandler(bot.app, app_token, web_client=make_client(settings, None))
             try:
-                await handler.connect_async()
-            except SlackApiError as exc:
-                raise StartupError(f"Slack rejected SLACK_APP_TOKEN ({exc.response.get('error')}): create an "
-                                   "app-level token with the connections:write scope.") from None
-            typer.echo(f"askdesk: Slack Socket Mode connected as {who}", err=True)
-            await stop.wait()
-            await handler.close_async()
-        else:
-            try:
-                runner, port = await bot.start_http(host, settings.port)
-            except OSError as exc:
-                raise StartupError(f"cannot listen on {host}:{settings.port} ({exc.strerror or exc}): set "
-                                   "ASKDESK_PORT or --port to a free port.") from None
-            typer.echo(f"askdesk: Slack HTTP mode as {who}, listening on http://{host}:{port}/slack/events", err=True)
-            await stop.wait()
-            await runner.cleanup()
-        await bot.drain(timeout=30)
+                teams = await start_teams(settings, askdesk, runtime, host=host, auth=teams_auth)
+            except TeamsStartError as exc:
+                raise StartupError(str(exc)) from None
+            running.append(teams.stop)
+            served.teams, served.teams_port = teams.bot, teams.port
+            typer.echo(f"askdesk: Teams bot listening on {endpoint(host, teams.port)}", err=True)
+        if on_ready is not None:
+            on_ready(served)
+        await stop.wait()
     finally:
+        for stopper in reversed(running):
+            try:
+                await stopper()
+            except Exception as exc:
+                log.warning("stopping a surface failed: %s", type(exc).__name__)
         if admin is not None:
             await admin.close()
         if askdesk is not None:
             await askdesk.close()
-        await runtime.close()
+        if runtime is not None:
+            await runtime.close()
 
 
-@serve_app.command("slack")
-def slack(
-    port: Optional[int] = typer.Option(None, help="HTTP mode port (default ASKDESK_PORT or 3000)."),
-    host: str = typer.Option("0.0.0.0", help="HTTP mode bind address."),
+async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -> None:
+    """`askdesk serve slack` (kept for callers of the single-surface entry point)."""
+    await run_serve(settings, ["slack"], host=host, stop=stop)
+
+
+def serve(
+    surfaces: List[str] = typer.Argument(..., help="What to serve: slack, teams, or both (slack teams) in one process."),
+    port: Optional[int] = typer.Option(None, help="Slack HTTP mode port (default ASKDESK_PORT or 3000)."),
+    teams_port: Optional[int] = typer.Option(None, help="Teams messaging endpoint port (default ASKDESK_TEAMS_PORT or 3978)."),
+    host: str = typer.Option("0.0.0.0", help="Bind address of the HTTP listeners."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each request."),
 ) -> None:
-    """Serve the Slack bot: Socket Mode if SLACK_APP_TOKEN is set, else HTTP on /slack/events."""
+    """Serve the chat bots: Slack (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on /slack/events)
+    and/or Teams (POST /api/messages), over one askdesk in one process."""
     from pydantic import ValidationError
 
     from agent.config import load_settings
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, Any] = {}
+    if port is not None:
+        overrides["port"] = port
+    if teams_port is not None:
+        overrides["teams_port"] = teams_port
     try:
-        settings = load_settings(**({"port": port} if port is not None else {}))
-        asyncio.run(run_slack(settings, host=host))
+        settings = load_settings(**overrides)
+        asyncio.run(run_serve(settings, surfaces, host=host))
     except StartupError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -1,0 +1,82 @@
+"""An `AnswerResult` as a Teams message: Markdown text, the AI-generated label, citation
+entities for the `[n]` markers the answer really uses and the feedback loop.
+
+Citations are numbered like the Slack sources list (`references[n-1]` is `[n]`, at most
+MAX_SOURCES), so the same answer reads the same on both surfaces. Teams turns each cited
+`[n]` into a link with a pop-up (title, section, URL); a marker beyond the references
+stays plain text. An answer that cites nothing inline but has references gets a short
+sources line instead, so no answer loses its sources.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from microsoft_teams.api import CitationAppearance, MessageActivityInput
+
+from agent.references import Reference
+from agent.service import AnswerResult
+
+MAX_SOURCES = 8  # as many as the Slack sources list shows
+NAME_CHARS = 80  # Teams limits of a citation's appearance
+ABSTRACT_CHARS = 160
+FEEDBACK_ROUTES = {"knowledge", "facility", "clarify"}
+_MARKER = re.compile(r"\[(\d{1,2})\]")
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def used_markers(answer: str, references: list[Reference]) -> list[int]:
+    """The `[n]` markers in the text that point at a reference, in numeric order."""
+    count = min(len(references), MAX_SOURCES)
+    return sorted({int(n) for n in _MARKER.findall(answer) if 1 <= int(n) <= count})
+
+
+def appearance(ref: Reference) -> CitationAppearance:
+    url = ref.url if ref.url and ref.url.startswith(("http://", "https://")) else None
+    return CitationAppearance(
+        name=clip(ref.title or ref.source, NAME_CHARS),
+        abstract=clip(ref.section or ref.label(), ABSTRACT_CHARS),
+        url=url,
+    )
+
+
+def is_ai_generated(result: AnswerResult) -> bool:
+    """Text written by a model: an agent answer, not a fixed refusal, search-only passages or an apology."""
+    if result.search_only or result.llm_calls == 0 or result.route not in FEEDBACK_ROUTES:
+        return False
+    return bool(result.references or result.tool_calls or result.confidence is not None or result.route == "clarify")
+
+
+@dataclass
+class RenderedAnswer:
+    activity: MessageActivityInput
+    cited: list[int]
+    feedback: bool
+
+
+def sources_line(references: list[Reference], heading: str) -> str:
+    labels = [f"[{n}] {clip(r.label(), 120)}" for n, r in enumerate(references[:MAX_SOURCES], start=1)]
+    return f"**{heading}:** " + " · ".join(labels)
+
+
+def answer_activity(result: AnswerResult, *, notice: str | None, sources_heading: str) -> RenderedAnswer:
+    text = (result.answer or "…").strip()
+    cited = used_markers(text, result.references)
+    if result.references and not cited and not result.search_only:
+        text += "\n\n" + sources_line(result.references, sources_heading)
+    if notice:
+        text += f"\n\n_ℹ️ {notice}_"
+    activity = MessageActivityInput(text=text)
+    for n in cited:
+        activity.add_citation(n, appearance(result.references[n - 1]))
+    if is_ai_generated(result):
+        activity.add_ai_generated()
+    feedback = result.route in FEEDBACK_ROUTES
+    if feedback:
+        activity.add_feedback()
+    return RenderedAnswer(activity=activity, cited=cited, feedback=feedback)

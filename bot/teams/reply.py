@@ -1,0 +1,175 @@
+"""How one answer reaches Teams: a small renderer with start / progress / append_text /
+finish, so the agent's progress (and, later, its token stream) plugs in the same way
+whatever the conversation allows.
+
+- `StreamReply` (personal chats): the SDK's stream (`HttpStream`, what `ctx.stream` is):
+  informative updates ("Thinking…", "Searching the knowledge base…"), then the text, then
+  close, which sends the final message with its entities (citations, AI label, feedback).
+- `PostReply` (channels and group chats, where Teams does not allow streaming): a typing
+  indicator, renewed on progress, then one message.
+
+Informative updates are paced (at most one per UPDATE_EVERY seconds, the newest waiting
+one wins, a waiting one is dropped when the answer is ready): the SDK throttles a stream
+by queueing what arrives while it sends, and a queued final message would wait half a
+second for nothing. A personal chat that refuses streaming (no first chunk accepted) falls
+back to one posted message and is remembered, so the user always gets the answer and
+never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Awaitable, Callable, Protocol
+
+from microsoft_teams.api import MessageActivityInput, SentActivity, TypingActivityInput
+from microsoft_teams.apps import HttpStream
+
+log = logging.getLogger("askdesk.teams")
+
+Send = Callable[[MessageActivityInput | TypingActivityInput], Awaitable[SentActivity]]
+
+FIRST_CHUNK_WAIT = 5.0  # seconds for Teams to accept the first stream update before posting instead
+CLOSE_WAIT = 35.0
+UPDATE_EVERY = 0.6  # seconds between informative updates of one stream  # the SDK gives up closing after 30 s; never hang a turn longer
+TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
+
+
+class Reply(Protocol):
+    async def start(self, text: str) -> None: ...
+
+    async def progress(self, text: str) -> None: ...
+
+    async def append_text(self, text: str) -> None: ...
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        """Send the final message; returns its activity id."""
+        ...
+
+
+class PostReply:
+    """Typing indicator, then one message."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._typed_at = 0.0
+        self.text = ""
+
+    async def _typing(self) -> None:
+        now = time.monotonic()
+        if now - self._typed_at < TYPING_EVERY:
+            return
+        self._typed_at = now
+        try:
+            await self._send(TypingActivityInput())
+        except Exception as exc:  # a typing indicator is a courtesy, never a reason to fail
+            log.info("teams: typing indicator not sent (%s)", type(exc).__name__)
+
+    async def start(self, text: str) -> None:
+        await self._typing()
+
+    async def progress(self, text: str) -> None:
+        await self._typing()
+
+    async def append_text(self, text: str) -> None:
+        self.text += text  # channels cannot stream: the final message carries everything
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        sent = await self._send(activity)
+        return sent.id
+
+
+class StreamReply:
+    """The SDK stream: informative updates, streamed text, a final message."""
+
+    def __init__(self, stream: HttpStream, send: Send, on_refused: Callable[[], None]) -> None:
+        self.stream = stream
+        self._send = send
+        self._on_refused = on_refused
+        self._chunk_seen = asyncio.Event()
+        self._updates = 0  # informative updates handed to the stream
+        self._chunks = 0  # stream activities Teams accepted
+        self.streamed = ""
+        self._updated_at = float("-inf")
+        self._waiting: asyncio.TimerHandle | None = None
+        self._waiting_text = ""
+        self._done = False
+        stream.on_chunk(self._chunk)
+
+    async def _chunk(self, _: SentActivity) -> None:
+        self._chunks += 1
+        self._chunk_seen.set()
+
+    def _inform(self, text: str) -> None:
+        if self.streamed or self._done:  # informative updates only before the text starts
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._updated_at + UPDATE_EVERY - loop.time()
+        if wait <= 0 and self._waiting is None:
+            self._updated_at = loop.time()
+            self._updates += 1
+            self.stream.update(text)
+            return
+        self._waiting_text = text
+        if self._waiting is None:
+            self._waiting = loop.call_later(max(wait, 0.0), self._release)
+
+    def _release(self) -> None:
+        self._waiting = None
+        self._inform(self._waiting_text)
+
+    def _drop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+
+    async def start(self, text: str) -> None:
+        self._inform(text)
+
+    async def progress(self, text: str) -> None:
+        self._inform(text)
+
+    async def append_text(self, text: str) -> None:
+        self._drop_waiting()
+        self.streamed += text
+        self.stream.emit(text)
+
+    async def finish(self, activity: MessageActivityInput) -> str | None:
+        self._drop_waiting()
+        self._done = True
+        if not await self._stream_accepted():
+            self._on_refused()
+            return (await self._send(activity)).id
+        final = activity.text or ""
+        if self.streamed and final.startswith(self.streamed):
+            activity.text = final[len(self.streamed):]  # the stream already shows the beginning
+        elif self.streamed:
+            self.stream.clear_text()  # the answer differs from what was streamed: replace it
+        self.stream.emit(activity)
+        try:
+            sent = await asyncio.wait_for(self.stream.close(), timeout=CLOSE_WAIT)
+        except Exception as exc:
+            log.warning("teams: closing the stream failed (%s); posting the answer", type(exc).__name__)
+            sent = None
+        if sent is None:
+            activity.text = final
+            return (await self._send(activity)).id
+        return sent.id
+
+    async def _stream_accepted(self) -> bool:
+        """Wait until Teams accepted every update sent so far (then the final message is sent at
+        once instead of queueing behind one); False when it accepted none: streaming refused."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FIRST_CHUNK_WAIT
+        while self._chunks < self._updates and loop.time() < deadline:
+            self._chunk_seen.clear()
+            try:
+                await asyncio.wait_for(self._chunk_seen.wait(), timeout=deadline - loop.time())
+            except asyncio.TimeoutError:
+                break
+        await asyncio.sleep(0)  # let the stream's flush finish after its last send
+        if self._chunks == 0 and self._updates:
+            log.info("teams: streaming refused in this chat; posting the answer instead")
+            return False
+        return True

@@ -1,0 +1,53 @@
+"""Start and stop the Teams bot inside `askdesk serve` (next to Slack, over one Askdesk)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bot.teams.app import TeamsBot, build_teams_bot
+from bot.teams.credentials import TeamsAuth
+from bot.teams.server import MESSAGES_PATH, TeamsListener, bind
+
+if TYPE_CHECKING:
+    from agent.config import Settings
+    from agent.runtime import Runtime
+    from agent.service import Askdesk
+
+
+class TeamsStartError(Exception):
+    pass
+
+
+@dataclass
+class RunningTeams:
+    bot: TeamsBot
+    listener: TeamsListener
+
+    @property
+    def port(self) -> int:
+        return self.listener.port
+
+    async def stop(self) -> None:
+        await self.listener.stop()
+        await self.bot.close()
+
+
+async def start_teams(settings: "Settings", askdesk: "Askdesk", runtime: "Runtime", *, host: str,
+                      auth: TeamsAuth) -> RunningTeams:
+    # The SDK logs whole activities (message text) at DEBUG: never let them through.
+    logging.getLogger("microsoft_teams").setLevel(logging.WARNING)
+    try:
+        listener = TeamsListener(bind(host, settings.teams_port))
+    except OSError as exc:
+        raise TeamsStartError(f"cannot listen on {host}:{settings.teams_port} for Teams ({exc.strerror or exc}): "
+                              "set ASKDESK_TEAMS_PORT or --teams-port to a free port.") from None
+    bot = build_teams_bot(settings, askdesk, runtime, auth=auth, adapter=listener.adapter())
+    await bot.app.initialize()
+    await listener.start()
+    return RunningTeams(bot=bot, listener=listener)
+
+
+def endpoint(host: str, port: int) -> str:
+    return f"http://{host}:{port}{MESSAGES_PATH}"

@@ -1,0 +1,56 @@
+"""Who asked in each channel reply chain and group chat the bot answered.
+
+A follow-up without a new @mention is answered only when it comes from that person, so a
+colleague's side remark in the thread does not wake the bot. Kept in the SQLite file next
+to the conversation history (aiosqlite), so follow-ups still work after a restart.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import aiosqlite
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS teams_threads (
+    conversation TEXT PRIMARY KEY,
+    asker TEXT NOT NULL,
+    updated REAL NOT NULL
+)
+"""
+
+
+class ThreadAskers:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+
+    async def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = await aiosqlite.connect(self.path, timeout=10)
+            await self._db.execute("PRAGMA journal_mode=WAL")
+            await self._db.execute(_SCHEMA)
+            await self._db.commit()
+        return self._db
+
+    async def remember(self, conversation: str, asker: str) -> None:
+        """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
+        db = await self._conn()
+        await db.execute(
+            "INSERT INTO teams_threads (conversation, asker, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT(conversation) DO UPDATE SET updated = excluded.updated",
+            (conversation, asker, time.time()),
+        )
+        await db.commit()
+
+    async def asker(self, conversation: str) -> str | None:
+        db = await self._conn()
+        rows = await db.execute_fetchall("SELECT asker FROM teams_threads WHERE conversation = ?", (conversation,))
+        return rows[0][0] if rows else None
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None

@@ -1,0 +1,53 @@
+"""Welcome when the app is installed (or the bot joins a conversation): what askdesk does,
+and in personal chats a few suggested prompts the user can tap (suggested actions send
+them as the user's own message)."""
+
+import logging
+
+from microsoft_teams.api import (
+    CardAction,
+    CardActionType,
+    ConversationUpdateActivity,
+    InstalledActivity,
+    MessageActivityInput,
+    SuggestedActions,
+)
+from microsoft_teams.apps import ActivityContext
+
+log = logging.getLogger("askdesk.teams")
+
+MAX_SUGGESTIONS = 3
+TITLE_CHARS = 50
+
+
+def welcome_message(bot, personal: bool, user_id: str | None) -> MessageActivityInput:
+    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=bot.settings.assistant_capabilities))
+    prompts = bot.settings.teams_suggested_prompts[:MAX_SUGGESTIONS]
+    if personal and prompts:
+        actions = [CardAction(type=CardActionType.IM_BACK, value=p,
+                              title=p if len(p) <= TITLE_CHARS else p[: TITLE_CHARS - 1] + "…") for p in prompts]
+        message.with_suggested_actions(SuggestedActions(to=[user_id] if user_id else [], actions=actions))
+    return message
+
+
+async def send_welcome(bot, ctx) -> None:
+    conversation = ctx.activity.conversation
+    if not bot.dedupe.first_time(f"welcome:{conversation.id}"):
+        return  # installationUpdate and conversationUpdate both announce one install
+    personal = conversation.conversation_type in (None, "personal") and not conversation.is_group
+    try:
+        await ctx.send(welcome_message(bot, personal, ctx.activity.from_.id if personal else None))
+    except Exception as exc:
+        log.warning("teams: welcome not sent (%s)", type(exc).__name__)
+
+
+def register(bot) -> None:
+    @bot.app.on_install_add
+    async def on_install(ctx: ActivityContext[InstalledActivity]) -> None:
+        await send_welcome(bot, ctx)
+
+    @bot.app.on_conversation_update
+    async def on_conversation_update(ctx: ActivityContext[ConversationUpdateActivity]) -> None:
+        added = ctx.activity.members_added or []
+        if any(member.id == ctx.activity.recipient.id for member in added):
+            await send_welcome(bot, ctx)
