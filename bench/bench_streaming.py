@@ -13,9 +13,11 @@ server speaking the real OpenAI wire format (the agent model writes a 200-token 
   Measured: Slack event -> first answer text in Slack, the model's first answer token ->
   that text (target <= 150 ms), and Slack API calls per streamed answer (target <= 1
   append per 600 characters of answer, plus start/stop).
+- Teams (personal chat): a message activity through the Teams SDK app, the SDK's stream
+  against the fake Bot Connector: activity -> first answer text in Teams, and stream
+  updates carrying text per answer.
 - Terminal: `askdesk chat` (its real loop) on a terminal console: question -> first answer
   text on screen, and screen redraws per answer.
-- Teams: not built on this branch yet (reported as such).
 """
 
 from __future__ import annotations
@@ -134,6 +136,45 @@ async def bench_slack(data: Path, runtime: Runtime, llm: FakeLLMServer, rounds: 
     return out
 
 
+# --------------------------------------------------------------------------- Teams
+
+
+async def bench_teams(data: Path, runtime: Runtime, llm: FakeLLMServer, rounds: int) -> dict[str, list[dict]]:
+    from tests.fakes.teams_connector import FakeTeamsConnector, TeamsHarness, personal_conversation
+
+    out: dict[str, list[dict]] = {}
+    for mode, stream in (("before", False), ("after", True)):
+        llm.set_latency(AGENT, 0.0 if stream else whole_reply_seconds())
+        connector = await FakeTeamsConnector().start()
+        settings = settings_for(data, stream)
+        askdesk = Askdesk.create(settings, runtime=runtime)
+        teams = await TeamsHarness.start(connector, settings, askdesk, runtime)
+        rows = []
+        try:
+            for n in range(rounds + 1):
+                user = f"29:bench-{mode}-{n}"
+                conversation = personal_conversation(user)
+                started = time.monotonic()
+                await teams.say(QUESTION, conversation=conversation, user=user)
+                await teams.bot.drain()
+                calls = [c for c in connector.calls_in(conversation["id"]) if c.at >= started]
+                texts = [c for c in calls if c.text and c.stream_type != "informative"]
+                [message] = connector.sent_messages(conversation["id"])
+                assert message["text"] == ANSWER, f"the message must equal the full answer: {message['text'][:200]!r}"
+                token = first_answer_token(llm) if stream else None
+                if n:
+                    rows.append({"first": texts[0].at - started, "token": (token - started) if token else None,
+                                 "after_token": (texts[0].at - token) if token else None,
+                                 "text_updates": sum(c.stream_type == "streaming" for c in texts),
+                                 "calls": len(calls)})
+        finally:
+            await teams.close()
+            await askdesk.close()
+            await connector.stop()
+        out[mode] = rows
+    return out
+
+
 # --------------------------------------------------------------------------- terminal
 
 
@@ -222,6 +263,7 @@ async def main() -> None:
 
             await ingest(runtime, [KB_DOC])
             slack = await bench_slack(data, runtime, llm, args.rounds)
+            teams = await bench_teams(data, runtime, llm, args.rounds)
             terminal = await bench_terminal(data, runtime, llm, args.rounds)
         finally:
             await runtime.close()
@@ -229,7 +271,7 @@ async def main() -> None:
     chars = len(ANSWER)
     budget = math.ceil(chars / 600)
     rows = []
-    for surface, result in (("Slack", slack), ("terminal", terminal)):
+    for surface, result in (("Slack", slack), ("Teams", teams), ("terminal", terminal)):
         before, after = result["before"], result["after"]
         gap = med(after, "after_token")
         rows.append((surface, "event -> first answer text", ms(med(before, "first")), ms(med(after, "first")),
@@ -246,7 +288,10 @@ async def main() -> None:
                  str(max(r["llm_calls"] for r in after)), "no extra call", "", ""))
     rows.append(("terminal", "screen redraws per answer", str(max(r["redraws"] for r in terminal["before"])),
                  str(max(r["redraws"] for r in terminal["after"])), "rich Live, <= 12/s", "", ""))
-    rows.append(("Teams", "personal-chat stream", "—", "—", "not on this branch (bot/teams not merged)", "", ""))
+    rows.append(("Teams", "stream updates with text per answer", str(max(r["text_updates"] for r in teams["before"])),
+                 str(max(r["text_updates"] for r in teams["after"])), "about 1/s, plus the final message", "", ""))
+    rows.append(("Teams", "Bot Connector calls per answer (all)", str(max(r["calls"] for r in teams["before"])),
+                 str(max(r["calls"] for r in teams["after"])), "informative + text updates + final", "", ""))
     print(f"fake model: {FIRST_TOKEN * 1000:.0f} ms to first token, {TOKENS_PER_S:.0f} tokens/s, "
           f"{ANSWER_TOKENS}-token answer; whole reply {whole_reply_seconds():.2f} s; medians of {args.rounds} rounds")
     print(table(rows, ("surface", "measure", "before ms", "after ms", "note", "target", "")))
