@@ -24,6 +24,7 @@ class FacilityWords(BaseModel):
     ages: dict[str, list[str]]
     negation: list[str]
     filler: str
+    place_markers: list[str]
 
     def feature_patterns(self) -> list[tuple[str, str]]:
         return [("|".join(ps), flag) for flag, ps in self.features.items()]
@@ -33,6 +34,10 @@ class FacilityWords(BaseModel):
 
     def negation_re(self) -> str:
         return r"(?:(?P<neg>" + "|".join(self.negation) + r")[\s-]+)?"
+
+    def place_marker_re(self) -> str:
+        """'<marker> <Capitalised Name>', the markers in any case."""
+        return r"\b(?i:" + "|".join(self.place_markers) + r") [A-Z][a-z]+(?: [A-Z][a-z]+)*\b"
 
     def filler_words(self) -> frozenset[str]:
         return frozenset(self.filler.split())
