@@ -86,14 +86,15 @@ class Settings(BaseSettings):
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
 
     # --- intent router (added by the agent issue) -----------------------------------
-    assistant_domain: str = Field(
-        "Texas child-care assistance (Child Care Services, Texas Rising Star, provider rates and payments)",
-        description="What the organisation's documents are about; shown to the router and agent models.",
+    assistant_domain: str | None = Field(
+        None,
+        description="What the organisation's documents are about, for the router and agent models; unset = the domain "
+        "file's `description`, else derived from the knowledge base's titles (agent/identity.py).",
     )
-    assistant_capabilities: str = Field(
-        "Texas child-care assistance: eligibility and income limits, parent share of cost, provider "
-        "rates and payments, attendance, program rules and reports, and finding licensed child-care centers",
-        description="What askdesk can help with; named in refusals, greetings and the router prompt.",
+    assistant_capabilities: str | None = Field(
+        None,
+        description="What askdesk can help with, named in refusals, greetings and the router prompt; unset = the domain "
+        "file's `capabilities`, else as assistant_domain.",
     )
     domain_file: Path | None = Field(
         None,

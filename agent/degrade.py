@@ -8,8 +8,17 @@ right now. The apology with a reference id is kept for when the search fails too
 
 from __future__ import annotations
 
+import logging
+import traceback
+import uuid
+
+from agent.answers import AnswerResult
+from agent.knowledge.search import KnowledgeBaseUnavailable
 from agent.prompts import PromptSet
-from agent.providers.base import ProviderConfigError
+from agent.providers.base import ProviderConfigError, ProviderError
+from agent.tracing import Span
+
+log = logging.getLogger("askdesk.service")  # the turn's log, where the service writes it
 
 
 def model_failure_note(exc: BaseException, prompts: PromptSet) -> str:
@@ -24,3 +33,23 @@ def failure_apology(exc: BaseException, prompts: PromptSet, ref: str) -> str:
     if isinstance(exc, ProviderConfigError):
         return prompts.render("provider_config_error", env=exc.key_env or "the model provider's API key", ref=ref)
     return prompts.render("provider_error", ref=ref)
+
+
+def apology(exc: Exception, route, span: Span, prompts: PromptSet, *, shown: bool = False) -> AnswerResult:
+    """The turn's apology with a reference id; the log gets the error type (and stack for bugs),
+    never the message text (exception messages can quote it). `route`: the turn's, if routed;
+    `shown`: part of a streamed answer is already on screen (the apology says it is incomplete)."""
+    ref = uuid.uuid4().hex[:8]
+    if isinstance(exc, (ProviderError, TimeoutError)):
+        log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, getattr(exc, "provider", ""))
+        message = prompts.render("answer_incomplete", ref=ref) if shown else failure_apology(exc, prompts, ref)
+    elif isinstance(exc, KnowledgeBaseUnavailable):
+        log.error("turn %s: knowledge base unavailable: %s", ref, exc)
+        message = prompts.render("store_error", ref=ref)
+    else:
+        log.error("turn %s failed: %s\n%s", ref, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
+        message = prompts.render("internal_error", ref=ref)
+    span.end(error=f"{ref}: {type(exc).__name__}")
+    attempts = exc.attempts if isinstance(exc, ProviderError) else []
+    return AnswerResult(answer=message, route=route.route if route else "knowledge",
+                        llm_calls=(route.llm_calls if route else 0) + len(attempts))

@@ -5,7 +5,9 @@ headings) is read from the collection (agent/knowledge/vocabulary.py); this opti
 (`ASKDESK_DOMAIN_FILE`) adds what the documents cannot say: the words staff use that the
 documents do not (other languages, slang), what names a facility in the registry, and
 deployment-specific requests to decline, and the nicknames of the registry's places ("SA",
-"H-town"). The Texas demo's lives in examples/texas-childcare/.
+"H-town"). It also says, in words, what the documents are about
+(`description`, `capabilities`, `examples`: see agent/identity.py). The Texas demo's lives in
+examples/texas-childcare/.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ GENERIC_FACILITY_NOUNS = ("center", "centers", "centre", "centres", "facility", 
 
 
 class Domain(BaseModel):
-    """Parsed domain file (every list optional)."""
+    """Parsed domain file (every field optional)."""
 
     model_config = ConfigDict(frozen=True)
+
+    description: str | None = Field(None, description="What the documents are about, for the models' prompts.")
+    capabilities: str | None = Field(None, description="What askdesk helps with, named in refusals and greetings.")
+    examples: str | None = Field(None, description="Example requests suggested in refusals and greetings.")
 
     terms: list[str] = Field(default_factory=list, description="A message containing one is never refused without a model.")
     facility_nouns: list[str] = Field(default_factory=list, description="Words naming a facility of the registry.")
@@ -64,7 +70,7 @@ EMPTY = Domain()
 def _load(path: str, mtime: float) -> Domain:
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping (terms, facility_nouns, offtopic, place_aliases)")
+        raise ValueError(f"{path}: expected a mapping (description, capabilities, examples, terms, ...)")
     return Domain(**{k: v for k, v in data.items() if k in Domain.model_fields and v})
 
 

@@ -42,6 +42,7 @@ class Prefetched:
     name: str
     arguments: dict[str, Any]
     result: ToolResult
+    llm_calls: int = 0  # model calls made to build the arguments (a facility query's extraction)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from agent.domain import EMPTY, Domain
+from agent.facilities.words import shipped_words
 from agent.messages import ChatMessage
 from agent.topicality import TopicVerdict
 
@@ -34,7 +35,7 @@ _GREETING_RE = re.compile(
 # the registry's schema (agent/facilities/query_parser.py), plus a place / distance / capacity / hours.
 _PLACE_RE = re.compile(
     r"(\b\d{5}\b|\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b|\bnear (me|\w+)|\b[A-Z][a-z]+ (county|co\.)\b|"
-    r"\bin [A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\d+\+? (kids|children|slots|capacity)\b|\bopen (by|until|till|at) \d)",
+    r"\b\d+\+? (kids|children|slots|capacity)\b|\bopen (by|until|till|at) \d|" + shipped_words().place_marker_re() + ")",
 )
 # Asking about amounts, rules or reasons: a question for the documents, even with a place in it.
 _KNOWLEDGE_MARKERS_RE = re.compile(

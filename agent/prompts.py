@@ -149,8 +149,8 @@ def load_prompts(directory: Path | None = None) -> PromptSet:
 REQUIRED: dict[str, set[str]] = {
     "router": {"domain", "capabilities", "history", "message"},
     "agent": {"domain", "tools", "prefetched", "weak_evidence", "max_iterations"},
-    "refusal": {"capabilities"},
-    "greeting": {"capabilities"},
+    "refusal": {"capabilities", "examples"},
+    "greeting": {"capabilities", "examples"},
     "clarification": set(),
     "no_provider": {"reason", "env_hint"},
     "search_only_header": set(),

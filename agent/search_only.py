@@ -6,6 +6,10 @@ sees exactly what a model would have been given.
 
 from __future__ import annotations
 
+from typing import Any
+
+from agent.answers import AnswerResult
+from agent.loop import Prefetched
 from agent.prompts import PromptSet
 from agent.tools.base import ToolResult
 
@@ -37,3 +41,17 @@ def facility_answer(result: ToolResult | None, prompts: PromptSet) -> str:
     if result is None or not result.text.strip():
         return prompts.render("search_only_empty")
     return result.text.strip()
+
+
+def answer(prefetched: list[Prefetched], prompts: PromptSet, *, route: str, notice: str | None,
+           **common: Any) -> AnswerResult:
+    """The turn's answer without an agent model: what the route's prefetch found, with its sources."""
+    first = prefetched[0].result if prefetched else None
+    if route == "facility":
+        text, references = facility_answer(first, prompts), first.references if first else []
+    else:
+        text = knowledge_answer(first, prompts)
+        references = first.references[:MAX_PASSAGES] if first else []
+    return AnswerResult(answer=text, references=list(references), search_only=True, notice=notice,
+                        tool_calls=[p.name for p in prefetched], facilities=first.facilities if first else [],
+                        route=route, **common)

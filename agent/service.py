@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import traceback
-import uuid
+from functools import partial
 from typing import Any
 
 from agent import search_only
@@ -22,9 +21,9 @@ from agent.answer_stream import AnswerText, TextFn
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
 from agent.deadline import ROUTER_SHARE, deadline, remaining, reserve
-from agent.degrade import failure_apology, model_failure_note
+from agent.degrade import apology, model_failure_note
 from agent.domain import domain_path, load_domain
-from agent.knowledge.search import KnowledgeBaseUnavailable
+from agent.identity import Identities
 from agent.loop import Prefetched, ProgressFn, run_agent
 from agent.memory import ConversationStore, SQLiteConversationStore, trim_history
 from agent.messages import ChatMessage
@@ -35,8 +34,6 @@ from agent.providers.base import ProviderError
 from agent.providers.chain import ModelChain
 from agent.router import Route, Router, describe
 from agent.runtime import Runtime
-from agent.tools.base import ToolResult
-from agent.tools.formatted_context import MAX_TOP_K, get_formatted_context
 from agent.topicality import TopicCheck
 from agent.tools.registry import build_registry
 from agent.tracing import NOOP, Span, Tracer
@@ -63,6 +60,7 @@ class Askdesk:
         self._owns_runtime = owns_runtime
         self._tools: dict[str | None, tuple[Prefetcher, list[dict[str, Any]]]] = {}
         self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
+        self.identity = Identities(settings, self.domain, runtime)  # what askdesk says it is about
 
     @classmethod
     def create(cls, settings: Settings, runtime: Runtime | None = None, **kwargs: Any) -> Askdesk:
@@ -88,7 +86,8 @@ class Askdesk:
         """The tool registry for a knowledge collection (as a Prefetcher) and its schemas, built once."""
         if collection not in self._tools:
             registry = build_registry(self.runtime, collection=collection)
-            self._tools[collection] = (Prefetcher(self.runtime, registry), registry.describe())
+            prefetcher = Prefetcher(self.runtime, registry, self.models.router, self.prompts, collection)
+            self._tools[collection] = (prefetcher, registry.describe())
         return self._tools[collection]
 
     # ----------------------------------------------------------------- the turn
@@ -114,11 +113,13 @@ class Askdesk:
             with deadline(budget - reserve(budget)):  # the rest is kept to answer without the models
                 history = req.history if req.history is not None else (await self.store.load(req.surface, req.thread_id)).messages
                 history = trim_history([m for m in history if m.role in ("user", "assistant")], self.settings.history_chars)
+                await self.identity.load(req.collection)
                 with deadline(budget * ROUTER_SHARE):  # then the LLM-free pre-filter routes
                     route = await self._route(text, history, req.collection, span)
                 result = await self._respond(text, history, route, req, progress, span, streamed)
         except Exception as exc:
-            result = await self._apology(exc, route, span, streamed)
+            result = apology(exc, route, span, self.prompts, shown=bool(streamed.shown))
+            result.answer = await streamed.end_with(result.answer)  # after any answer text already shown
             span = NOOP
         result.latency_ms = (time.perf_counter() - started) * 1000
         if req.history is None:  # surfaces that own their history (Slack threads) keep it there
@@ -129,25 +130,10 @@ class Askdesk:
 
     def router(self, collection: str | None, span: Span = NOOP) -> Router:
         prefetcher, _ = self.tools(collection)
-
-        async def context(query: str, also: list[tuple[str, float]] | tuple = ()) -> ToolResult | None:
-            """The router's similarity search; with `also`, fused with those (query, weight) searches."""
-            try:
-                if also:  # a message in its thread: the tool's search, fused (agent/knowledge/fused.py)
-                    child = span.child("tool:get_formatted_context", "tool", {"query": query, "also": list(also)})
-                    result = await get_formatted_context(self.runtime, query, min(self.settings.top_k, MAX_TOP_K),
-                                                         collection=collection, also=also)
-                    child.end({"text": result.text, "references": len(result.references)})
-                    return result
-                found = await prefetcher.run("knowledge", query, span=span)
-            except KnowledgeBaseUnavailable as exc:
-                log.warning("knowledge base unavailable during routing: %s", type(exc).__name__)
-                return None
-            return found[0].result if found else None
-
+        identity = self.identity.get(collection)
         return Router(
-            prompts=self.prompts, context=context, model=self.models.router,
-            domain=self.settings.assistant_domain, capabilities=self.settings.assistant_capabilities,
+            prompts=self.prompts, context=partial(prefetcher.similar, span=span), model=self.models.router,
+            domain=identity.domain, capabilities=identity.capabilities,
             refuse_below=self.settings.router_refuse_below, accept_above=self.settings.router_accept_above,
             model_first=self.router_model_first, prefetch=self.prefetch,
             domain_words=self.domain, topic=self.topic_check(collection),
@@ -168,11 +154,11 @@ class Askdesk:
         searched = route.also[0][0] if route.also else route.query  # a message in its thread: that search
         common: dict[str, Any] = dict(route=route.route, rewritten_query=searched if route.rewritten else None,
                                       llm_calls=route.llm_calls)
-        capabilities = self.settings.assistant_capabilities
-        if route.route == "offtopic":
-            return AnswerResult(answer=self.prompts.render("refusal", capabilities=capabilities), **common)
-        if route.route == "smalltalk":
-            return AnswerResult(answer=self.prompts.render("greeting", capabilities=capabilities), **common)
+        identity = self.identity.get(req.collection)
+        if route.route in ("offtopic", "smalltalk"):
+            name = "refusal" if route.route == "offtopic" else "greeting"
+            return AnswerResult(answer=self.prompts.render(
+                name, capabilities=identity.capabilities, examples=identity.examples), **common)
         if route.route == "clarify":
             return AnswerResult(answer=route.clarification or self.prompts.render("clarification"), **common)
 
@@ -180,31 +166,21 @@ class Askdesk:
         prefetched: list[Prefetched] = []
         if self.prefetch or self.search_only:
             prefetched = await prefetcher.run(route.route, route.query, span=span, progress=progress, done=route.prefetch)
+            common["llm_calls"] += sum(p.llm_calls for p in prefetched)
         if self.models.agent is None:
-            return self._search_only_answer(route, prefetched, common)
+            return search_only.answer(prefetched, self.prompts, notice=self.models.notice, **common)
         try:
             async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
                 run = await run_agent(
                     model=self.models.agent, registry=prefetcher.registry, prompts=self.prompts, question=text,
                     history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
-                    domain=self.settings.assistant_domain, progress=progress, span=span, tool_specs=tool_specs,
+                    domain=identity.domain, progress=progress, span=span, tool_specs=tool_specs,
                     answer=streamed)
         except (ProviderError, TimeoutError) as exc:
             return await self._without_model(exc, route, prefetched, common, prefetcher, span, streamed)
         common["llm_calls"] += len(run.usages)
         return AnswerResult(answer=run.answer, references=run.references, confidence=run.confidence,
                             tool_calls=run.tool_calls, facilities=run.facilities, **common)
-
-    def _search_only_answer(self, route: Route, prefetched: list[Prefetched], common: dict[str, Any]) -> AnswerResult:
-        first = prefetched[0].result if prefetched else None
-        if route.route == "facility":
-            answer, references = search_only.facility_answer(first, self.prompts), first.references if first else []
-        else:
-            answer = search_only.knowledge_answer(first, self.prompts)
-            references = first.references[: search_only.MAX_PASSAGES] if first else []
-        return AnswerResult(answer=answer, references=list(references), search_only=True, notice=self.models.notice,
-                            tool_calls=[p.name for p in prefetched],
-                            facilities=first.facilities if first else [], **common)
 
     async def _without_model(self, exc: Exception, route: Route, prefetched: list[Prefetched], common: dict[str, Any],
                              prefetcher: Prefetcher, span: Span, streamed: AnswerText) -> AnswerResult:
@@ -215,30 +191,11 @@ class Askdesk:
             async with asyncio.timeout(reserve(self.settings.turn_timeout)):
                 prefetched = await prefetcher.run(route.route, route.query, span=span)
         common["llm_calls"] += len(getattr(exc, "attempts", []))
-        result = self._search_only_answer(route, prefetched, common)
+        result = search_only.answer(prefetched, self.prompts, notice=self.models.notice, **common)
         note = self.prompts.render("answer_interrupted_search_only") if streamed.shown else \
             model_failure_note(exc, self.prompts)
         result.answer = await streamed.end_with(f"{note}\n\n{result.answer}")  # per answer, not a notice
         return result
-
-    async def _apology(self, exc: Exception, route: Route | None, span: Span, streamed: AnswerText) -> AnswerResult:
-        """The user's apology with a reference id (after any answer text already shown); the log
-        gets the error type (and stack for bugs), never the message text (it can quote the user)."""
-        ref = uuid.uuid4().hex[:8]
-        if isinstance(exc, (ProviderError, TimeoutError)):
-            log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, getattr(exc, "provider", ""))
-            message = self.prompts.render("answer_incomplete", ref=ref) if streamed.shown else \
-                failure_apology(exc, self.prompts, ref)
-        elif isinstance(exc, KnowledgeBaseUnavailable):
-            log.error("turn %s: knowledge base unavailable: %s", ref, exc)
-            message = self.prompts.render("store_error", ref=ref)
-        else:
-            log.error("turn %s failed: %s\n%s", ref, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
-            message = self.prompts.render("internal_error", ref=ref)
-        span.end(error=f"{ref}: {type(exc).__name__}")
-        attempts = exc.attempts if isinstance(exc, ProviderError) else []
-        return AnswerResult(answer=await streamed.end_with(message), route=route.route if route else "knowledge",
-                            llm_calls=(route.llm_calls if route else 0) + len(attempts))
 
     async def _remember(self, req: AskRequest, text: str, result: AnswerResult) -> None:
         try:

@@ -20,7 +20,7 @@ from agent.memory import MemoryConversationStore, SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.service import Askdesk, AskRequest
-from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
+from tests.conftest import REPO, SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -137,8 +137,20 @@ async def test_offtopic_is_refused_without_any_model_request(kb, llm_server, tmp
     service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
     result = await service.answer(AskRequest(text="who won the Red River Showdown last year, Texas or OU?"))
     assert result.route == "offtopic" and result.llm_calls == 0
-    assert "child-care" in result.answer and "Sorry" in result.answer
+    # no domain file: the refusal names what the knowledge base's own titles say it covers
+    assert "Sorry" in result.answer and "organisation's documents (" in result.answer and "Share of Cost" in result.answer
     assert llm_server.requests == []
+
+
+async def test_the_domain_file_and_settings_say_what_askdesk_is_about(kb, tmp_path):
+    texas = REPO / "examples" / "texas-childcare" / "domain.yaml"
+    demo = make_service(kb, tmp_path, domain_file=texas)
+    refusal = (await demo.answer(AskRequest(text="any good deals on a standing desk under $300?"))).answer
+    assert "Texas child-care assistance: eligibility" in refusal and "family of 3" in refusal
+    greeting = (await demo.answer(AskRequest(text="hi"))).answer
+    assert greeting.startswith("Hi! I'm askdesk") and "78702" in greeting
+    own = make_service(kb, tmp_path, domain_file=texas, assistant_capabilities="payroll questions")
+    assert "payroll questions" in (await own.answer(AskRequest(text="hello"))).answer
 
 
 async def test_invalid_json_from_the_model_is_reasked(kb, llm_server, tmp_path):
@@ -352,3 +364,59 @@ def test_search_only_answer_says_when_the_evidence_is_weak():
     weak = search_only.knowledge_answer(ToolResult(text="", passages=passages, weak_evidence=True), default_prompts())
     assert strong.startswith("Here are the most relevant passages") and "(source: A — S)" in strong
     assert weak.startswith("No passage closely matches") and len(weak) < len(passages[0].text) + 300
+
+
+# ------------------------------------------- facility route: the router model reads unplaced words
+UNPLACED = "baby care in Austin, somewhere my sister swears by"
+
+
+def extraction_model(reply):
+    """A router model that answers the facility extraction with `reply` (and routes by the rules)."""
+    from agent.facilities.schema import FacilitySearchArgs
+    from agent.providers.function import FunctionModel
+    from agent.steps import RouterDecision
+
+    def answer(messages, response_model):
+        if response_model is FacilitySearchArgs:
+            return reply
+        assert response_model is RouterDecision
+        return {"route": "facility", "search_query": UNPLACED}
+
+    return FunctionModel(answer)
+
+
+def service_with_router(kb, tmp_path, router) -> Askdesk:
+    from agent.service import ServiceModels
+
+    return Askdesk(Settings(data_dir=tmp_path / "svc"), kb, store=MemoryConversationStore(),
+                   models=ServiceModels(router=router, agent=None, notice="search only"))
+
+
+async def test_facility_route_reads_unplaced_words_with_one_router_model_call(kb, tmp_path):
+    from agent.facilities.schema import FacilitySearchArgs
+
+    plain = await service_with_router(kb, tmp_path, None).answer(AskRequest(text=UNPLACED))
+    assert plain.route == "facility" and plain.llm_calls == 0 and len(plain.facilities) > 1
+    model = extraction_model({"accredited": True})
+    result = await service_with_router(kb, tmp_path, model).answer(AskRequest(text=UNPLACED))
+    extractions = [c for c in model.calls if c.response_model is FacilitySearchArgs]
+    assert len(extractions) == 1 and UNPLACED in extractions[0].messages[-1].content
+    assert result.route == "facility" and result.llm_calls == len(model.calls)
+    # the extracted criterion is used, what the parser read (infants, Austin) is kept
+    assert result.facilities and all("accredited" in f.matched_features for f in result.facilities)
+    assert {f.operation_number for f in result.facilities} < {f.operation_number for f in plain.facilities}
+
+
+async def test_facility_route_without_unplaced_words_or_with_a_failing_model_keeps_the_parse(kb, tmp_path):
+    from agent.facilities.schema import FacilitySearchArgs
+    from agent.providers.base import ProviderError
+
+    plain = await service_with_router(kb, tmp_path, None).answer(AskRequest(text=UNPLACED))
+    failing = extraction_model(ProviderError("down", provider="function"))
+    result = await service_with_router(kb, tmp_path, failing).answer(AskRequest(text=UNPLACED))
+    assert result.route == "facility" and "reference" not in result.answer
+    assert [f.operation_number for f in result.facilities] == [f.operation_number for f in plain.facilities]
+    assert sum(c.response_model is FacilitySearchArgs for c in failing.calls) == 1
+    clean = extraction_model({"accredited": True})
+    await service_with_router(kb, tmp_path, clean).answer(AskRequest(text="baby care in Austin"))
+    assert not any(c.response_model is FacilitySearchArgs for c in clean.calls)

@@ -193,7 +193,7 @@ def test_search_only_session_answers_refuses_follows_up_and_exits(spawn, data_di
     assert "No LLM configured" not in first  # the notice is shown once per session, not per answer
 
     refused = chat.ask(OFFTOPIC)
-    assert "Sorry" in refused and "child-care" in refused and "route=offtopic" in refused
+    assert "Sorry" in refused and "organisation's documents" in refused and "route=offtopic" in refused
     assert "Sources" not in refused
 
     follow = chat.ask(FOLLOW_UP)

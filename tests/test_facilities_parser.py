@@ -135,3 +135,22 @@ WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri"]
 )
 def test_parses_days(text, expected, places):
     assert _args(text, places) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("guardería para bebés en Austin", {"city": "Austin", "ages": ["infant"]}),
+        ("guardería sin transporte en Dallas", {"city": "Dallas", "transportation": False}),
+        ("cuidado después de la escuela para niños en edad escolar en Houston",
+         {"city": "Houston", "after_school_care": True, "ages": ["school"]}),
+        ("preescolar con necesidades especiales en El Paso", {"city": "El Paso", "ages": ["pre-k"], "special_needs": True}),
+        ("nhà trẻ cho em bé ở Dallas", {"city": "Dallas", "ages": ["infant"]}),
+        ("trẻ mới biết đi, có đưa đón, ở Houston", {"city": "Houston", "ages": ["toddler"], "transportation": True}),
+    ],
+)
+def test_spanish_and_vietnamese_ages_and_services_are_read_from_the_shipped_words(text, expected, places):
+    """agent/data/facility_words.yaml: no Spanish or Vietnamese word in the parser's code."""
+    parsed = parse_facility_query_explained(text, places)
+    assert parsed.args.model_dump(exclude_defaults=True) == expected
+    assert parsed.leftover == ""  # the other words are the languages' filler, not a name

@@ -25,8 +25,9 @@ def test_package_prompts_load_and_cover_everything_the_code_renders():
     prompts = default_prompts()
     assert set(REQUIRED) <= set(prompts.prompts)
     assert prompts.get("router").version and prompts.get("agent").description
-    text = prompts.render("refusal", capabilities="CAPS")
-    assert "CAPS" in text
+    text = prompts.render("refusal", capabilities="CAPS", examples="")
+    assert "CAPS" in text and "Try asking" not in text
+    assert '"EX?"' in prompts.render("greeting", capabilities="CAPS", examples='"EX?"')
 
 
 def test_template_using_an_undeclared_variable_is_a_load_error(tmp_path):

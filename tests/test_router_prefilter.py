@@ -8,7 +8,7 @@ import yaml
 
 from agent.domain import load_domain
 from agent.messages import ChatMessage
-from agent.prefilter import classify_rules, classify_similarity, heuristic_rewrite, is_followup
+from agent.prefilter import classify_rules, classify_similarity, heuristic_rewrite, is_followup, looks_like_facility_search
 from agent.topicality import TopicVerdict
 from agent.prompts import default_prompts
 from agent.knowledge.search import Passage
@@ -232,3 +232,11 @@ def test_rewrite_moves_years_for_the_year_before_or_after():
     history = [user("how many CDA scholarships did T.E.A.C.H. give out in FY 2024?")]
     assert heuristic_rewrite("and the year before?", history) == "how many CDA scholarships did T.E.A.C.H. give out in FY 2023?"
     assert "FY 2025" in heuristic_rewrite("what about the following year?", history)
+
+
+@pytest.mark.parametrize("text", ["guardería para bebés en Houston", "cuidado de medio tiempo en Houston",
+                                  "nhà trẻ có đưa đón ở Houston", "drop in daycare around Austin"])
+def test_facility_searches_in_other_languages_are_recognised(text):
+    """Place markers and criteria come from agent/data/facility_words.yaml, not English regexes."""
+    assert looks_like_facility_search(text, TEXAS)
+    assert not looks_like_facility_search("¿cuánto cuesta el cuidado en Houston?", TEXAS)  # no criterion

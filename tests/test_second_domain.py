@@ -56,5 +56,9 @@ async def test_hr_handbook_routes(hr_settings):
             assert (await route("hi there")).route == "smalltalk"
             assert (await route("MFA app?")).route == "knowledge"
             assert (await route("write a haiku about autumn leaves")).route == "offtopic"
+            # what askdesk says it is about comes from this knowledge base's own titles
+            identity = await service.identity.load(None)
+            assert identity.domain.startswith("the organisation's documents (") and "child" not in identity.domain
+            assert "Sick Leave" in identity.domain and identity.capabilities == identity.domain
         finally:
             await service.store.close()

@@ -479,3 +479,34 @@ async def test_long_answer_is_split_within_slack_limits_without_breaking_code(ma
     assert "".join("".join(c.split()) for c in contents) == "".join(long_answer.split())  # nothing lost
     footers = [r for r in replies if "askdesk_sources" in json.dumps(r["blocks"])]
     assert footers == [replies[-1]]  # sources and feedback once, on the last message
+
+
+UNPLACED = "infant care near 78702, somewhere my sister swears by"
+
+
+async def test_facility_command_reads_unplaced_words_with_the_router_model(make_bot, fake_slack, llm_server):
+    llm_server.script("groq", {"accredited": True})
+    slack = await make_bot()
+    assert await slack.command(UNPLACED, hook="cmd3") == 200
+    [response] = await fake_slack.wait_for("response_url:cmd3")
+    assert len(llm_server.requests) == 1 and "my sister swears by" in llm_server.requests[0].text
+    assert "accredited" in json.dumps(response.args["blocks"]).lower()  # the extracted criterion is used
+
+
+async def test_facility_command_without_a_key_makes_no_model_call(make_bot, fake_slack):
+    slack = await make_bot(router_model=None, agent_model=None)  # no provider key in this test's env
+    assert await slack.command(UNPLACED, hook="cmd4") == 200
+    [plain] = await fake_slack.wait_for("response_url:cmd4")
+    text = json.dumps(plain.args["blocks"])  # the network guard fails any model call
+    assert "512-" in text and "accredited" not in text.lower()
+
+
+async def test_facility_command_keeps_the_parse_when_the_router_model_fails(make_bot, fake_slack, llm_server):
+    llm_server.script_error("groq", 503, times=1)
+    llm_server.script_error("openai", 503, times=1)  # the chain's fallback fails too
+    slack = await make_bot()
+    assert await slack.command(UNPLACED, hook="cmd5") == 200
+    [kept] = await fake_slack.wait_for("response_url:cmd5")
+    assert {r.provider for r in llm_server.requests} <= {"groq", "openai"}
+    text = json.dumps(kept.args["blocks"])
+    assert "512-" in text and "accredited" not in text.lower() and "reference" not in text

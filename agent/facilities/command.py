@@ -91,7 +91,7 @@ def render_reply(summary: str, notes: list[str], results: FacilityResults) -> st
 
 
 async def run_facility_command(runtime: Runtime, text: str, *, collection: str | None = None,
-                               model: Any | None = None) -> FacilityCommandResult:
+                               model: Any | None = None, prompts: Any | None = None) -> FacilityCommandResult:
     """Parse `text` deterministically and search; empty or 'help' text gives the usage. With a
     router `model`, words the parse could not place get one extraction call (extraction.py)."""
     raw = (text or "").strip()
@@ -105,7 +105,7 @@ async def run_facility_command(runtime: Runtime, text: str, *, collection: str |
         if model is not None:
             from agent.facilities.extraction import fill_unplaced
 
-            parsed = await fill_unplaced(model, raw, parsed)
+            parsed = await fill_unplaced(model, raw, parsed, prompts)
         args = parsed.args
         if not args.has_criteria() and args.limit != 0:  # "list all facilities" is a request
             return _help(raw, f"I couldn't find a place, age group, feature or name in '{raw}'.")

@@ -16,7 +16,7 @@ from agent.facilities.query_parser import ParsedQuery
 from agent.facilities.schema import FacilitySearchArgs
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet, default_prompts
-from agent.providers.base import Model, ProviderError
+from agent.providers.base import Model
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ async def fill_unplaced(model: Model | None, text: str, parsed: ParsedQuery,
         "facility_extract", message=text, understood=describe_args(parsed.args), leftover=parsed.leftover)
     try:
         completion = await model.complete([ChatMessage(role="user", content=prompt)], FacilitySearchArgs)
-    except ProviderError as exc:  # the parse still answers
+    except Exception as exc:  # a provider error, a malformed answer...: the parse still answers
         log.warning("facility extraction failed (%s); keeping the deterministic parse", type(exc).__name__)
         return parsed
     extracted: FacilitySearchArgs = completion.output

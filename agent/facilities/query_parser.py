@@ -26,28 +26,15 @@ from rapidfuzz.distance import DamerauLevenshtein
 from agent.facilities.geocode import KnownPlaces, state_index
 from agent.facilities.registry import norm_key, title_case
 from agent.facilities.schema import FacilitySearchArgs
+from agent.facilities.words import shipped_words
 
 SEP = " | "  # what a recognised phrase leaves behind: stops phrases from joining across it
 FUZZY_CUTOFF = 0.8  # Damerau-Levenshtein similarity: one typo (swap, drop, extra) per five letters
 
-_FEATURES: list[tuple[str, str]] = [
-    (r"after[\s-]?school(?:\s+care|\s+programs?)?", "after_school_care"),
-    (r"special[\s-]?needs?", "special_needs"),
-    (r"accredit\w*", "accredited"),
-    (r"transportation|transport|pick[\s-]?ups?|school\s+bus", "transportation"),
-    (r"drop[\s-]?ins?(?:\s+care)?", "drop_in_care"),
-    (r"part[\s-]?time(?:\s+care)?", "part_time_care"),
-    (r"get[\s-]?well(?:\s+care)?|sick[\s-]?(?:child|kids?)?\s*care", "get_well_care"),
-    (r"pre[\s-]?k(?:indergarten)?\s+programs?|prekindergarten\s+programs?", "pre_k"),
-]
-_NEGATION = r"(?:(?P<neg>no|without|not|non)[\s-]+)?"
-
-_AGES: list[tuple[str, str]] = [
-    (r"infants?|bab(?:y|ies)|newborns?", "infant"),
-    (r"toddlers?", "toddler"),
-    (r"pre[\s-]?k(?:indergarten)?(?:ers)?|pre[\s-]?school(?:ers?|s)?|prekindergarten", "pre-k"),
-    (r"school[\s-]?age[ds]?|school[\s-]?agers?|school[\s-]aged|grade[\s-]?school(?:ers)?|school\s+kids", "school"),
-]
+_WORDS = shipped_words()  # the schema's ages and services in words of several languages (data)
+_FEATURES = _WORDS.feature_patterns()
+_NEGATION = _WORDS.negation_re()
+_AGES = _WORDS.age_patterns()
 
 _WEEK = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _DAY_FULL = r"(?P<{g}>mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|satur|sun)(?:day)s?"  # "tuesdays", "thursday"
@@ -56,15 +43,7 @@ _DAY_SPAN_END = r"(?P<{g}>mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(
 _DAY_ANY = r"(?:" + _DAY_FULL.replace("(?P<{g}>", "(?:") + "|" + _DAY_ABBR.replace("(?P<{g}>", "(?:") + ")"
 _OPEN_ON = r"(?:(?:(?:open(?:s|ed)?|available)\s+)?(?:on\s+|every\s+)?)"
 
-_FILLER = frozenset(
-    """care childcare child children kids kid daycare daycares day centers center centres centre facility
-    facilities provider providers program programs school schools licensed in at of for with w and or the
-    a an any all some me show find list search who whom which that has have having offer offers offering
-    provide provides providing serve serves serving near nearby around open opens opening please what
-    where are is there options option places place good best looking look need needs my our i we us to by
-    from within miles mile mi km age ages aged old year years month months texas tx list listing get can
-    do does those these them ones one be give until till results centres""".split()
-)
+_FILLER = _WORDS.filler_words()
 _STOP_WORDS_AFTER_PLACE = frozenset(
     "with w that who which for and or open opens opening within near around offering offer offers having "
     "has have serving serves accepting".split()
@@ -484,7 +463,7 @@ def parse_facility_query_explained(text: str, places: KnownPlaces, *, state: str
                 break
 
     # leftover words: fuzzy place names, then the free-text query
-    leftover_words = [w for w in re.findall(r"[a-z0-9][a-z0-9.'&-]*", st.text) if w not in _FILLER]
+    leftover_words = [w for w in re.findall(r"[^\W_][\w.'&-]*", st.text) if w not in _FILLER]
     if leftover_words and not {"city", "county", "near", "zip"} & set(v):
         for n in (3, 2, 1):
             done = False

@@ -29,6 +29,7 @@ class Vocabulary:
     chunks: int = 0
     langs: Counter = field(default_factory=Counter)  # language -> chunks written in it
     headings: set = field(default_factory=set)  # terms of the documents' titles and headings
+    titles: Counter = field(default_factory=Counter)  # document title -> chunks (what the KB is about)
 
     def languages(self, min_share: float = 0.10) -> set[str]:
         """Languages most of the documents are written in: a question in another language (or in
@@ -82,6 +83,8 @@ async def _load(runtime, collection: str) -> Vocabulary:
                 heads = f"{payload.get('title') or ''} {payload.get('section') or ''}"
                 vocab.headings.update(tokens(heads, payload.get("lang") or None))
                 vocab.langs[payload.get("lang") or "und"] += 1
+                if payload.get("title"):
+                    vocab.titles[str(payload["title"]).strip()] += 1
                 vocab.chunks += 1
             if offset is None:
                 break

@@ -32,7 +32,8 @@ def register(app: AsyncApp) -> None:
     async def share(ack: AsyncAck, body: dict, action: dict, respond: AsyncRespond, runtime: Any, askdesk: Any) -> None:
         await ack()
         user = (body.get("user") or {}).get("id")
-        await run_and_respond(runtime, askdesk.prompts, action.get("value") or "", respond, shared_by=user or "someone")
+        await run_and_respond(runtime, askdesk.prompts, action.get("value") or "", respond, shared_by=user or "someone",
+                              model=askdesk.models.router)
         await respond(delete_original=True)
 
 

@@ -1,7 +1,8 @@
-"""`/facility <text>`: the facility registry without the LLM.
+"""`/facility <text>`: the facility registry, without an LLM unless a router model is configured.
 
 Acked at once with a short "Searching…" (Slack's 3-second rule), then the deterministic
-facility command runs and the result replaces it through `respond` (the response_url):
+facility command runs (with a router model, words it could not place get one extraction call:
+agent/facilities/extraction.py) and the result replaces it through `respond` (the response_url):
 a compact list, visible only to the caller, with a "Share in channel" button. Empty text
 gets the usage help straight in the ack.
 """
@@ -35,14 +36,14 @@ def register(app: AsyncApp) -> None:
             await ack(text=usage, blocks=note_blocks(usage), response_type="ephemeral")
             return
         await ack(text=askdesk.prompts.render("facility_searching"), response_type="ephemeral")
-        await run_and_respond(runtime, askdesk.prompts, text, respond)
+        await run_and_respond(runtime, askdesk.prompts, text, respond, model=askdesk.models.router)
 
 
 async def run_and_respond(runtime: "Runtime | None", prompts: "PromptSet", text: str, respond: AsyncRespond, *,
-                          shared_by: str | None = None) -> None:
+                          shared_by: str | None = None, model: Any | None = None) -> None:
     """Search and answer through the response_url: ephemeral (with Share) or, when shared, in channel."""
     try:
-        result = await run_facility_command(runtime, text)
+        result = await run_facility_command(runtime, text, model=model, prompts=prompts)
     except Exception as exc:
         ref = uuid.uuid4().hex[:12]
         log.error("slack: /facility failed (reference %s): %s", ref, type(exc).__name__)

@@ -28,7 +28,9 @@ def facility_query(text: str) -> str | None:
 
 
 async def search(bot: "TeamsBot", query: str) -> FacilityCommandResult:
-    return await run_facility_command(bot.runtime or bot.askdesk.runtime, query)
+    # with a router model, words the parser could not place get one extraction call
+    return await run_facility_command(bot.runtime or bot.askdesk.runtime, query,
+                                      model=bot.askdesk.models.router, prompts=bot.askdesk.prompts)
 
 
 def usage(result: FacilityCommandResult) -> str:

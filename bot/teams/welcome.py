@@ -21,7 +21,8 @@ TITLE_CHARS = 50
 
 
 def welcome_message(bot, personal: bool, user_id: str | None) -> MessageActivityInput:
-    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=bot.settings.assistant_capabilities))
+    capabilities = bot.askdesk.identity.get(None).capabilities  # settings, domain file or the KB's titles
+    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=capabilities))
     prompts = bot.settings.teams_suggested_prompts[:MAX_SUGGESTIONS]
     if personal and prompts:
         actions = [CardAction(type=CardActionType.IM_BACK, value=p,
@@ -36,6 +37,7 @@ async def send_welcome(bot, ctx) -> None:
         return  # installationUpdate and conversationUpdate both announce one install
     personal = conversation.conversation_type in (None, "personal") and not conversation.is_group
     try:
+        await bot.askdesk.identity.load(None)
         await ctx.send(welcome_message(bot, personal, ctx.activity.from_.id if personal else None))
     except Exception as exc:
         log.warning("teams: welcome not sent (%s)", type(exc).__name__)

@@ -1,0 +1,71 @@
+"""What askdesk says it is about: the words for the models' prompts, refusals and greetings.
+
+No domain lives in code. In order: the settings (`ASKDESK_ASSISTANT_DOMAIN`,
+`ASKDESK_ASSISTANT_CAPABILITIES`), the deployment's domain file (`description`,
+`capabilities`, `examples`; the Texas demo's says "Texas child-care assistance…"), else words
+derived from the knowledge base itself: "the organisation's documents" and its biggest
+documents' titles. Derived once per collection (the vocabulary scroll is cached anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agent.domain import Domain
+from agent.knowledge.vocabulary import vocabulary
+
+log = logging.getLogger(__name__)
+
+GENERIC = "the organisation's documents"
+TITLES_SHOWN = 6  # titles named in a derived description: enough to say what the documents cover
+
+
+@dataclass(frozen=True)
+class Identity:
+    domain: str  # what the documents are about (router and agent prompts)
+    capabilities: str  # what askdesk helps with (refusal, greeting, router prompt)
+    examples: str = ""  # example requests for refusals and greetings ("" = none)
+
+
+def derive(titles: list[str]) -> str:
+    """'the organisation's documents (A, B, C…)' from the knowledge base's biggest documents."""
+    return f"{GENERIC} ({', '.join(titles)})" if titles else GENERIC
+
+
+class Identities:
+    """The identity per knowledge collection: configured words, else derived ones."""
+
+    def __init__(self, settings, domain: Domain, runtime) -> None:
+        self.runtime = runtime
+        self.domain = settings.assistant_domain or domain.description
+        self.capabilities = settings.assistant_capabilities or domain.capabilities
+        self.examples = domain.examples or ""
+        self._derived: dict[str | None, Identity] = {}
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.domain and self.capabilities)
+
+    def get(self, collection: str | None) -> Identity:
+        """The identity (derived words once `load` ran for the collection, else the generic ones)."""
+        if collection in self._derived:
+            return self._derived[collection]
+        words = self.domain or self.capabilities or GENERIC
+        return Identity(self.domain or words, self.capabilities or words, self.examples)
+
+    async def load(self, collection: str | None) -> Identity:
+        """`get`, after deriving the missing words from the collection's titles (once)."""
+        if self.configured or collection in self._derived:
+            return self.get(collection)
+        try:
+            vocab = await vocabulary(self.runtime, collection)
+            titles = [title for title, _ in vocab.titles.most_common(TITLES_SHOWN)]
+        except Exception as exc:  # the knowledge base is down: the turn reports it, not this
+            log.warning("could not read the knowledge base's titles: %s", type(exc).__name__)
+            return self.get(collection)
+        if not titles:
+            return self.get(collection)
+        words = self.domain or self.capabilities or derive(titles)
+        self._derived[collection] = Identity(self.domain or words, self.capabilities or words, self.examples)
+        return self._derived[collection]
