@@ -100,6 +100,20 @@ def is_followup(text: str, history: list[ChatMessage]) -> bool:
     return len(words) <= 6 and bool(_ANAPHORA_RE.search(text))
 
 
+# A message of this many words of its own or fewer ("who runs it?", "and two-star ones?") says
+# too little to search alone or to be the question later follow-ups lean on.
+SHORT_TERMS = 3
+
+
+def own_terms(text: str) -> int:
+    """How many distinct index words the message has, each word alone: stopwords out, stems in,
+    but not the joined forms of adjacent words BM25 also indexes ("two-star" is two words, not three)."""
+    from agent.knowledge.sparse import detect_language, tokens
+
+    lang = detect_language(text)
+    return len({t for word in re.split(r"[\s\-/]+", text) if word for t in tokens(word, lang)})
+
+
 def heuristic_rewrite(text: str, history: list[ChatMessage]) -> str:
     """Self-contained query without a model: the thread's last standalone question + the new details.
 
@@ -112,7 +126,8 @@ def heuristic_rewrite(text: str, history: list[ChatMessage]) -> str:
     anchor = previous[-1]
     for candidate in reversed(previous):  # skip earlier follow-ups: find the question they lean on
         anchor = candidate
-        if not _FOLLOWUP_START_RE.match(normalize(candidate)):
+        # "and for teens?" and "who runs it?" lean on an earlier question themselves
+        if not _FOLLOWUP_START_RE.match(normalize(candidate)) and own_terms(candidate) > SHORT_TERMS:
             break
     detail = _FOLLOWUP_LEAD_RE.sub("", normalize(text)).strip() or normalize(text)
     anchor = normalize(anchor)

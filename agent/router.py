@@ -20,6 +20,7 @@ from agent.prefilter import (
     classify_rules,
     classify_similarity,
     heuristic_rewrite,
+    own_terms,
     looks_like_facility_search,
     previous_user_messages,
     starts_like_followup,
@@ -38,18 +39,18 @@ log = logging.getLogger(__name__)
 ContextFn = Callable[..., Awaitable[ToolResult | None]]
 
 # Weight of the thread-context search fused with the message's own search (weight 1, no model):
-# the message alone carries the new detail, the context carries the topic; equal weights let a
-# passage found by both win. A message of a few index terms ("and the year before?") says too
-# little to search alone, so its context counts double (chosen on the dev conversations).
+# the message alone carries the new detail, the context carries the topic. The less a message
+# says on its own, the more its context counts: a full question (STANDALONE_TERMS words of its
+# own or more) weighs as much as its context, so a topic switch is not dragged to the old topic;
+# "who runs it?" (one word of its own) leans on the thread almost three to one.
 CONTEXT_WEIGHT = 1.0
-CONTEXT_WEIGHT_SHORT = 2.0
-SHORT_TERMS = 3
+CONTEXT_WEIGHT_MAX = 3.0
+STANDALONE_TERMS = 6
 
 
 def context_weight(text: str) -> float:
-    from agent.knowledge.sparse import tokens
-
-    return CONTEXT_WEIGHT_SHORT if len(set(tokens(text))) <= SHORT_TERMS else CONTEXT_WEIGHT
+    missing = max(0, STANDALONE_TERMS - own_terms(text))
+    return round(CONTEXT_WEIGHT + (CONTEXT_WEIGHT_MAX - CONTEXT_WEIGHT) * missing / STANDALONE_TERMS, 3)
 
 
 class TopicJudge(Protocol):
