@@ -82,6 +82,7 @@ class Settings(BaseSettings):
         description="Seconds a turn may take, router, agent and fallbacks together. When the models fail or run "
         "out of time, the user gets the search results with their sources and a short note instead.",
     )
+    stream_answers: bool = Field(True, description="Stream the answer text to Slack, Teams and the terminal as the model writes it (same single model call); false = every answer arrives whole.")
     history_chars: int = Field(6000, description="Character budget of conversation history sent to the models.")
 
     # --- intent router (added by the agent issue) -----------------------------------

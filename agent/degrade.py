@@ -35,13 +35,14 @@ def failure_apology(exc: BaseException, prompts: PromptSet, ref: str) -> str:
     return prompts.render("provider_error", ref=ref)
 
 
-def apology(exc: Exception, route, span: Span, prompts: PromptSet) -> AnswerResult:
+def apology(exc: Exception, route, span: Span, prompts: PromptSet, *, shown: bool = False) -> AnswerResult:
     """The turn's apology with a reference id; the log gets the error type (and stack for bugs),
-    never the message text (exception messages can quote it). `route`: the turn's, if routed."""
+    never the message text (exception messages can quote it). `route`: the turn's, if routed;
+    `shown`: part of a streamed answer is already on screen (the apology says it is incomplete)."""
     ref = uuid.uuid4().hex[:8]
     if isinstance(exc, (ProviderError, TimeoutError)):
         log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, getattr(exc, "provider", ""))
-        message = failure_apology(exc, prompts, ref)
+        message = prompts.render("answer_incomplete", ref=ref) if shown else failure_apology(exc, prompts, ref)
     elif isinstance(exc, KnowledgeBaseUnavailable):
         log.error("turn %s: knowledge base unavailable: %s", ref, exc)
         message = prompts.render("store_error", ref=ref)

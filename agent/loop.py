@@ -4,6 +4,11 @@ Reads like the first openai-agents-python Runner: one small state dataclass, a w
 over tagged step results (tool calls / final answer), and a turn counter checked before
 every model call. Prefetched tool results (the router's search) are in the first prompt,
 so a plain knowledge answer needs a single agent call.
+
+Streaming: with an `AnswerText` whose sink is set, each step is streamed and the final
+answer's text reaches the sink as the model writes it (tool-call steps show nothing); the
+same call, so a streamed answer costs no extra model call. `<document>` blocks are numbered
+turn-wide and `[n]` markers resolved through agent.citations, streamed or not.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.answer_stream import AnswerText
+from agent.citations import Citations
 from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
@@ -92,8 +99,10 @@ async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolR
     return result
 
 
-def render_prefetched(prefetched: list[Prefetched]) -> str:
-    blocks = [f'<tool_result name="{p.name}">\n{p.result.text}\n</tool_result>' for p in prefetched]
+def render_prefetched(prefetched: list[Prefetched], citations: Citations | None = None) -> str:
+    citations = citations or Citations()
+    blocks = [f'<tool_result name="{p.name}">\n{citations.number(p.result.text, p.result.passages)}\n</tool_result>'
+              for p in prefetched]
     return "\n\n".join(blocks)
 
 
@@ -110,17 +119,27 @@ async def run_agent(
     progress: ProgressFn | None = None,
     span: Span = NOOP,
     tool_specs: list[dict[str, Any]] | None = None,
+    answer: AnswerText | None = None,
 ) -> LoopResult:
     """Run steps until a final answer or the turn cap. ProviderError propagates to the service,
     its `attempts` holding every model call of the run.
 
     `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
-    generation is the most expensive step of a turn outside the model)."""
+    generation is the most expensive step of a turn outside the model).
+    `answer`: where the answer text goes (streamed when its sink is set and the model can stream)."""
+    answer = answer or AnswerText(None, Citations())
+    citations = answer.citations
+    streaming = answer.sink is not None and getattr(model, "stream", None) is not None
+
+    async def interrupted(error: Exception, more: bool) -> None:
+        if more:  # the last model's failure is the caller's to report
+            await answer.note(prompts.render("answer_interrupted"))
+
     system = prompts.render(
         "agent",
         domain=domain,
         tools=tool_specs if tool_specs is not None else registry.describe(),
-        prefetched=render_prefetched(prefetched),
+        prefetched=render_prefetched(prefetched, citations),
         weak_evidence=any(p.result.weak_evidence for p in prefetched),
         max_iterations=max_iterations,
     )
@@ -130,7 +149,7 @@ async def run_agent(
 
     while True:
         if state.turn >= max_iterations:
-            return _capped(state, prompts)
+            return _capped(state, await answer.end_with(prompts.render("iteration_cap")))
         state.turn += 1
         messages = state.messages
         if state.turn == max_iterations and state.turn > 1:
@@ -138,7 +157,11 @@ async def run_agent(
             messages = [*messages, ChatMessage(role="user", content=prompts.render("last_step"))]
         child = span.child(f"agent model #{state.turn}", "llm", {"messages": [m.model_dump() for m in messages]})
         try:
-            completion = await model.complete(messages, AgentStep)
+            if streaming:
+                completion = await model.stream(messages, AgentStep, on_partial=answer.on_partial,
+                                                on_interrupt=interrupted)
+            else:
+                completion = await model.complete(messages, AgentStep)
         except ProviderError as exc:
             child.end(error=str(exc))
             exc.attempts = [*state.usages, *exc.attempts]  # the run's calls, for the turn's count
@@ -151,9 +174,10 @@ async def run_agent(
         child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
 
         if isinstance(step, FinalAnswer):
+            text = await answer.finish(step.answer)
             return LoopResult(
-                answer=step.answer.strip(),
-                references=resolve_references(step.references, state.references),
+                answer=text,
+                references=list(citations.cited) or resolve_references(step.references, state.references),
                 confidence=step.confidence,
                 usages=state.usages,
                 tool_calls=state.tool_calls,
@@ -172,7 +196,8 @@ async def run_agent(
         ))
         for call, result in zip(step.calls, results):
             _absorb(state, call.name, result)
-            state.messages.append(ChatMessage(role="tool", name=call.name, content=result.text))
+            state.messages.append(ChatMessage(role="tool", name=call.name,
+                                              content=citations.number(result.text, result.passages)))
 
 
 async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn | None) -> None:
@@ -187,10 +212,10 @@ async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressF
         await progress(line)
 
 
-def _capped(state: RunState, prompts: PromptSet) -> LoopResult:
+def _capped(state: RunState, text: str) -> LoopResult:
     """The cap ended the run without a final answer: say so, and keep what was found."""
     return LoopResult(
-        answer=prompts.render("iteration_cap"),
+        answer=text,
         references=state.references[:5],
         confidence=None,
         usages=state.usages,
@@ -199,3 +224,4 @@ def _capped(state: RunState, prompts: PromptSet) -> LoopResult:
         hit_cap=True,
         tool_seconds=state.tool_seconds,
     )
+

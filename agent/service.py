@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from agent import search_only
+from agent.answer_stream import AnswerText, TextFn
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
 from agent.deadline import ROUTER_SHARE, deadline, remaining, reserve
@@ -97,7 +98,8 @@ class Askdesk:
             return self.prompts.render("empty_message")
         return self.prompts.render("too_long", limit=limit, length=len(text)) if len(text) > limit else None
 
-    async def answer(self, req: AskRequest, progress: ProgressFn | None = None) -> AnswerResult:
+    async def answer(self, req: AskRequest, progress: ProgressFn | None = None,
+                     on_text: TextFn | None = None) -> AnswerResult:
         started = time.perf_counter()
         text = (req.text or "").strip()
         if problem := self.input_problem(text):
@@ -106,6 +108,7 @@ class Askdesk:
                                 metadata={"thread_id": req.thread_id, "surface": req.surface})
         route: Route | None = None
         budget = self.settings.turn_timeout
+        streamed = AnswerText(on_text if self.settings.stream_answers else None)
         try:
             with deadline(budget - reserve(budget)):  # the rest is kept to answer without the models
                 history = req.history if req.history is not None else (await self.store.load(req.surface, req.thread_id)).messages
@@ -113,9 +116,10 @@ class Askdesk:
                 await self.identity.load(req.collection)
                 with deadline(budget * ROUTER_SHARE):  # then the LLM-free pre-filter routes
                     route = await self._route(text, history, req.collection, span)
-                result = await self._respond(text, history, route, req, progress, span)
+                result = await self._respond(text, history, route, req, progress, span, streamed)
         except Exception as exc:
-            result = apology(exc, route, span, self.prompts)
+            result = apology(exc, route, span, self.prompts, shown=bool(streamed.shown))
+            result.answer = await streamed.end_with(result.answer)  # after any answer text already shown
             span = NOOP
         result.latency_ms = (time.perf_counter() - started) * 1000
         if req.history is None:  # surfaces that own their history (Slack threads) keep it there
@@ -146,7 +150,7 @@ class Askdesk:
         return route
 
     async def _respond(self, text: str, history: list[ChatMessage], route: Route, req: AskRequest,
-                       progress: ProgressFn | None, span: Span) -> AnswerResult:
+                       progress: ProgressFn | None, span: Span, streamed: AnswerText) -> AnswerResult:
         searched = route.also[0][0] if route.also else route.query  # a message in its thread: that search
         common: dict[str, Any] = dict(route=route.route, rewritten_query=searched if route.rewritten else None,
                                       llm_calls=route.llm_calls)
@@ -171,23 +175,26 @@ class Askdesk:
                     model=self.models.agent, registry=prefetcher.registry, prompts=self.prompts, question=text,
                     history=history, prefetched=prefetched, max_iterations=self.settings.max_iterations,
                     domain=identity.domain, progress=progress, span=span, tool_specs=tool_specs,
-                )
+                    answer=streamed)
         except (ProviderError, TimeoutError) as exc:
-            return await self._without_model(exc, route, prefetched, common, prefetcher, span)
+            return await self._without_model(exc, route, prefetched, common, prefetcher, span, streamed)
         common["llm_calls"] += len(run.usages)
         return AnswerResult(answer=run.answer, references=run.references, confidence=run.confidence,
                             tool_calls=run.tool_calls, facilities=run.facilities, **common)
 
     async def _without_model(self, exc: Exception, route: Route, prefetched: list[Prefetched], common: dict[str, Any],
-                             prefetcher: Prefetcher, span: Span) -> AnswerResult:
-        """The models failed or ran out of time: the search results, headed by a note saying why."""
+                             prefetcher: Prefetcher, span: Span, streamed: AnswerText) -> AnswerResult:
+        """The models failed or ran out of time: the search results, headed by a note saying why
+        (after the answer text already shown, if a model broke off mid-answer)."""
         log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
         if not prefetched:  # prefetch off (benchmarks): search now, in the time kept back for it
             async with asyncio.timeout(reserve(self.settings.turn_timeout)):
                 prefetched = await prefetcher.run(route.route, route.query, span=span)
         common["llm_calls"] += len(getattr(exc, "attempts", []))
         result = search_only.answer(prefetched, self.prompts, notice=self.models.notice, **common)
-        result.answer = f"{model_failure_note(exc, self.prompts)}\n\n{result.answer}"  # per answer, not a notice
+        note = self.prompts.render("answer_interrupted_search_only") if streamed.shown else \
+            model_failure_note(exc, self.prompts)
+        result.answer = await streamed.end_with(f"{note}\n\n{result.answer}")  # per answer, not a notice
         return result
 
     async def _remember(self, req: AskRequest, text: str, result: AnswerResult) -> None:

@@ -8,7 +8,7 @@ written for the model.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -55,7 +55,9 @@ class FinalAnswer(BaseModel):
 class AgentStep(BaseModel):
     """One agent step: either `tool_calls` or `final_answer`."""
 
-    step: Annotated[ToolCalls | FinalAnswer, Field(discriminator="kind")]
+    # A plain union (the `kind` literals tell the branches apart): a pydantic discriminator
+    # cannot survive instructor's Partial[...] (streamed steps make every field optional).
+    step: ToolCalls | FinalAnswer
 
 
 class RouterDecision(BaseModel):

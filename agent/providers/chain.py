@@ -18,13 +18,19 @@ Accounting: every provider attempt, failed or not, is a `Usage` (with `error` se
 failures and `requests` = HTTP requests behind it). The returned Completion lists them all
 in `attempts` (its `usage` names the provider that answered); when no provider answers,
 the raised ProviderError's `attempts` lists them. A turn's `llm_calls` is their count.
+
+Streaming (`stream`): the same order, rules and accounting, with partial outputs passed to
+`on_partial` as they arrive. When a model fails after its partial output reached the user
+(the provider marks the error `shown`), `on_interrupt(error, more)` is awaited first — the
+caller keeps what was shown and adds a note — and the next model answers after it
+(`more` says whether one is left).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -41,6 +47,7 @@ from agent.providers.base import (
     Usage,
 )
 from agent.providers.factory import parse_spec, resolve
+from agent.providers.streaming import PartialFn
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("askdesk.providers")
@@ -48,6 +55,9 @@ log = logging.getLogger("askdesk.providers")
 
 class DeadlineExceeded(ProviderError):
     """The turn's deadline passed before any model answered."""
+
+# Awaited when a model fails after its partial output was shown: (error, another model follows).
+InterruptFn = Callable[[ProviderError, bool], Awaitable[None]]
 
 # (env var that enables it, spec) in order of preference when no model is configured
 DEFAULT_AGENT_MODELS = [
@@ -122,13 +132,39 @@ class ModelChain:
     async def complete(self, messages: list[ChatMessage], response_model: type[T], *,
                        timeout: float | None = None, max_retries: int | None = None) -> Completion[T]:
         """The first answer along the chain; raises the last ProviderError when none answers."""
+        async def call(provider: Provider, model: str, timeout: float, max_retries: int) -> Completion[T]:
+            return await provider.complete(messages, response_model, model=model, max_retries=max_retries,
+                                           timeout=timeout)
+
+        return await self._first(call, timeout=timeout, max_retries=max_retries)
+
+    async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
+                     on_interrupt: InterruptFn | None = None, timeout: float | None = None,
+                     max_retries: int | None = None) -> Completion[T]:
+        """`complete`, streamed; a provider without `stream` answers whole (one partial: the output)."""
+        async def call(provider: Provider, model: str, timeout: float, max_retries: int) -> Completion[T]:
+            stream = getattr(provider, "stream", None)
+            if stream is None:
+                completion = await provider.complete(messages, response_model, model=model, max_retries=max_retries,
+                                                      timeout=timeout)
+                await on_partial(completion.output)
+                return completion
+            return await stream(messages, response_model, model=model, max_retries=max_retries, timeout=timeout,
+                                on_partial=on_partial)
+
+        return await self._first(call, timeout=timeout, max_retries=max_retries, on_interrupt=on_interrupt)
+
+    async def _first(self, call: Callable[[Provider, str, float, int], Awaitable[Completion[T]]], *,
+                     timeout: float | None, max_retries: int | None,
+                     on_interrupt: InterruptFn | None = None) -> Completion[T]:
         if not self._targets:
             raise ProviderNotConfigured("; ".join(self.missing))
         errors: list[str] = []
         attempts: list[Usage] = []
         last: ProviderError | None = None
         config: ProviderConfigError | None = None
-        for spec, provider, model in self._targets:
+        shown = False  # a failed model's partial output reached the user
+        for position, (spec, provider, model) in enumerate(self._targets):
             left = remaining()
             if left is not None and left <= 0:
                 errors.append(f"{spec}: not tried, the turn's deadline had passed")
@@ -136,16 +172,18 @@ class ModelChain:
                 last.attempts = list(attempts)
                 break
             try:
-                completion = await provider.complete(
-                    messages, response_model, model=model,
-                    max_retries=self.max_retries if max_retries is None else max_retries,
-                    timeout=bounded(self.timeout if timeout is None else timeout))
+                completion = await call(provider, model, bounded(self.timeout if timeout is None else timeout),
+                                        self.max_retries if max_retries is None else max_retries)
             except ProviderError as exc:
                 attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
                 exc.attempts = list(attempts)
                 _log_failure(spec, exc)
                 if isinstance(exc, ProviderConfigError):
                     config = config or exc
+                if getattr(exc, "shown", False):
+                    shown = True
+                    if on_interrupt is not None:
+                        await on_interrupt(exc, position + 1 < len(self._targets))
                 errors.append(f"{spec}: {exc}")
                 last = exc
                 continue
@@ -155,9 +193,12 @@ class ModelChain:
             raise last
         summary = "every model failed — " + "; ".join(errors)
         if config is not None:  # the actionable, lasting cause wins over transient ones
-            raise ProviderConfigError(summary, provider=config.provider, key_env=config.key_env,
-                                      attempts=attempts) from last
-        raise ProviderError(summary, provider=last.provider, retryable=True, attempts=attempts) from last
+            error: ProviderError = ProviderConfigError(summary, provider=config.provider, key_env=config.key_env,
+                                                       attempts=attempts)
+        else:
+            error = ProviderError(summary, provider=last.provider, retryable=True, attempts=attempts)
+        error.shown = shown  # type: ignore[attr-defined]
+        raise error from last
 
 
 def _log_failure(spec: str, exc: ProviderError) -> None:

@@ -13,6 +13,10 @@ Kept here and nowhere else:
   a string holding a JSON object and decoded back before validation.
 - per-request timeout and no SDK retries go in the client's HttpOptions (one client per
   timeout value, cached).
+- streaming (`stream`) uses JSON mode (`responseMimeType: application/json` with the same
+  Gemini-safe schema) over `streamGenerateContent`: Gemini sends a function call whole in
+  one chunk, but JSON text grows chunk by chunk, so only JSON mode can show an answer as
+  it is written.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
 from agent.providers.retry import structured_call
+from agent.providers.streaming import PartialFn, streamed_call, tap
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -167,6 +172,7 @@ class GeminiProvider:
                 "Gemini is not configured: set GEMINI_API_KEY (or GOOGLE_API_KEY)", provider="gemini")
         self._base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
         self._clients: dict[float, instructor.AsyncInstructor] = {}
+        self._stream_clients: dict[float, instructor.AsyncInstructor] = {}
         self._sdk_clients: list[genai.Client] = []
 
     async def aclose(self) -> None:
@@ -175,6 +181,21 @@ class GeminiProvider:
             await client.aio.aclose()
         self._sdk_clients.clear()
         self._clients.clear()
+        self._stream_clients.clear()
+
+    def _stream_client(self, timeout: float) -> instructor.AsyncInstructor:
+        """instructor in JSON mode over `generate_content_stream`, with the stream's usage tapped."""
+        if timeout not in self._stream_clients:
+            sdk = self._client(timeout).client
+
+            async def create(*args: Any, model: str, stream: bool = True, **kwargs: Any) -> Any:
+                return tap(await sdk.aio.models.generate_content_stream(model=model, **kwargs))
+
+            mode, provider = instructor.Mode.JSON, instructor.Provider.GENAI
+            self._stream_clients[timeout] = instructor.AsyncInstructor(
+                client=sdk, create=instructor.patch(create=create, mode=mode, provider=provider),
+                mode=mode, provider=provider)
+        return self._stream_clients[timeout]
 
     def _client(self, timeout: float) -> instructor.AsyncInstructor:
         if timeout not in self._clients:
@@ -217,3 +238,27 @@ class GeminiProvider:
 
         return await structured_call(provider=self.name, model=model, max_retries=max_retries,
                                      timeout=timeout, call=call, tokens_of=gemini_tokens, key_env=self.key_env)
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        response_model: type[T],
+        *,
+        model: str,
+        on_partial: PartialFn,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+    ) -> Completion[T]:
+        """`complete`, streamed (JSON mode): partial outputs for `on_partial` as text arrives."""
+        system, contents = to_gemini_contents(messages)
+        client = self._stream_client(timeout)
+        safe_model = _gemini_model(response_model)
+
+        def open_stream():
+            return client.create_partial(
+                messages=contents, **({"system": system} if system else {}),
+                response_model=safe_model, model=model, max_retries=0)
+
+        return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
+                                   open_stream=open_stream, response_model=response_model, on_partial=on_partial,
+                                   tokens_of=gemini_tokens, key_env=self.key_env)

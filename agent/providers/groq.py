@@ -18,6 +18,7 @@ from agent.providers.openai import ChatCompletionsProvider
 class GroqProvider(ChatCompletionsProvider):
     name = "groq"
     key_env = "GROQ_API_KEY"
+    stream_usage_option = False  # Groq puts usage in the last chunk's x_groq
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
                  mode: instructor.Mode = instructor.Mode.TOOLS):

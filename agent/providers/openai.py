@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
 from agent.providers.retry import structured_call
+from agent.providers.streaming import PartialFn, streamed_call, tap
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -40,15 +41,35 @@ def openai_tokens(response: Any) -> tuple[int, int]:
     return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
 
 
+def openai_stream_tokens(chunk: Any) -> tuple[int, int]:
+    """Usage of a streamed call: OpenAI's usage chunk, or Groq's `x_groq.usage` on the last one."""
+    usage = getattr(chunk, "usage", None) or getattr(getattr(chunk, "x_groq", None), "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+
+
 class ChatCompletionsProvider:
     """A provider over an OpenAI-style `chat.completions.create` patched by instructor."""
 
     name: str = "openai"
     key_env: str = "OPENAI_API_KEY"
+    # `stream_options.include_usage` makes the stream end with a usage chunk (Groq reports
+    # usage in `x_groq` instead and does not need it).
+    stream_usage_option: bool = True
 
     def __init__(self, client: instructor.AsyncInstructor, sdk_client: Any = None):
         self._client = client
         self._sdk_client = sdk_client
+        self._stream_client: instructor.AsyncInstructor | None = None
+        if sdk_client is not None:
+            # the same instructor mode and provider, over a create that taps the stream's usage
+            async def create(*args: Any, **kwargs: Any) -> Any:
+                return tap(await sdk_client.chat.completions.create(*args, **kwargs))
+
+            self._stream_client = instructor.AsyncInstructor(
+                client=sdk_client, create=instructor.patch(create=create, mode=client.mode, provider=client.provider),
+                mode=client.mode, provider=client.provider)
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connections (else they are torn down after the loop closed)."""
@@ -76,6 +97,30 @@ class ChatCompletionsProvider:
 
         return await structured_call(provider=self.name, model=model, max_retries=max_retries,
                                      timeout=timeout, call=call, tokens_of=openai_tokens, key_env=self.key_env)
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        response_model: type[T],
+        *,
+        model: str,
+        on_partial: PartialFn,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+    ) -> Completion[T]:
+        """`complete`, streamed: tool-call argument (or JSON content) deltas parsed into
+        `Partial[response_model]` objects for `on_partial` as they arrive."""
+        client = self._stream_client or self._client
+        extra = {"stream_options": {"include_usage": True}} if self.stream_usage_option else {}
+
+        def open_stream():
+            return client.create_partial(
+                messages=to_openai_messages(messages), response_model=response_model, model=model,
+                max_retries=0, timeout=timeout, **extra)
+
+        return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
+                                   open_stream=open_stream, response_model=response_model, on_partial=on_partial,
+                                   tokens_of=openai_stream_tokens, key_env=self.key_env)
 
 
 class OpenAIProvider(ChatCompletionsProvider):

@@ -137,8 +137,9 @@ def _is_connection(exc: BaseException) -> bool:
     if isinstance(exc, (httpx.TransportError, ConnectionError, OSError)):
         return True
     names = {c.__name__ for c in type(exc).__mro__}
+    # TransportError: httpx forks some SDKs ship (httpx2) raise it mid-stream, unwrapped
     return bool(names & {"APIConnectionError", "ClientConnectionError", "ServerDisconnectedError",
-                         "ClientPayloadError", "ClientOSError"})
+                         "ClientPayloadError", "ClientOSError", "TransportError"})
 
 
 def classify(exc: BaseException, *, provider: str, timeout: float, key_env: str = "") -> ProviderError:

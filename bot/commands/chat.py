@@ -1,7 +1,8 @@
 """`askdesk ask`, `askdesk chat` and `askdesk demo`: the terminal surface of the agent.
 
 All three call `Askdesk.answer` exactly like the Slack surface does; the terminal keeps its
-history in the embedded SQLite store under a per-session thread id.
+history in the embedded SQLite store under a per-session thread id. Answers stream: the text
+is drawn as the model writes it (bot/commands/live.py); `ask --json` prints the whole result.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 
 from agent.config import Settings, load_settings
+from bot.commands.live import LiveAnswer
 
 EXIT_WORDS = {"exit", "quit", ":q", "bye"}
 DEMO_QUESTIONS = [
@@ -31,9 +33,11 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def render_answer(console: Console, result, *, shown_notice: str | None = None) -> None:
-    """Answer as Markdown, then its sources, then the notice (unless already shown this session)."""
-    console.print(Markdown(result.answer))
+def render_answer(console: Console, result, *, shown_notice: str | None = None, streamed: bool = False) -> None:
+    """Answer as Markdown (unless it streamed), then its sources, then the notice (unless
+    already shown this session)."""
+    if not streamed:
+        console.print(Markdown(result.answer))
     if result.references:
         console.print("[bold]Sources[/bold]")
         for i, ref in enumerate(result.references, start=1):
@@ -56,14 +60,17 @@ async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -
         if not as_json:
             err.print(f"[dim]{line}[/dim]")
 
+    live = None if as_json else LiveAnswer(_console(), header="")
     try:
-        result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress)
+        result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress,
+                                      on_text=live)
     finally:
         await service.close()
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
-        render_answer(_console(), result)
+        assert live is not None
+        render_answer(live.console, result, streamed=live.close(result.answer))
     return 0
 
 
@@ -130,9 +137,13 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
                 return
             if not text.strip():
                 continue
-            result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress)
-            console.print("[bold blue]askdesk>[/bold blue]")
-            render_answer(console, result, shown_notice=shown)
+            live = LiveAnswer(console)
+            result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress,
+                                          on_text=live)
+            streamed = live.close(result.answer)
+            if not streamed:
+                console.print("[bold blue]askdesk>[/bold blue]")
+            render_answer(console, result, shown_notice=shown, streamed=streamed)
             console.print()
     finally:
         if own:

@@ -195,7 +195,7 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
     )
     answer_id = uuid.uuid4().hex[:12]
     try:
-        result = await askdesk.answer(request, progress=reply.progress)
+        result = await askdesk.answer(request, progress=reply.progress, on_text=reply.text)
     except Exception:  # answer() promises not to raise; a bug must still not leave the user hanging
         log.exception("slack: answer failed (reference %s)", answer_id)
         result = AnswerResult(answer=askdesk.prompts.render("internal_error", ref=answer_id), route="knowledge")

@@ -2,8 +2,10 @@
 then updated.
 
 Streaming uses Bolt's `say_stream` (slack_sdk's chat.startStream / appendStream /
-stopStream): tool progress appears as task updates, then the answer text, and the stop
-call attaches the sources and feedback buttons. In DMs (Slack's agent messaging
+stopStream): tool progress appears as task updates, then the answer text as the model
+writes it (`text`, through a TextBuffer: the first words at once, then one append per
+~600 characters, or for text waiting 4 s), and the stop call carries the rest of the text
+with the sources and feedback buttons. In DMs (Slack's agent messaging
 experience) progress goes to the thread status instead (Bolt's `set_status`).
 
 Failures degrade one message, not the workspace: a Slack 5xx or a dropped connection on
@@ -23,15 +25,17 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
-from bot.slack.blocks import answer_messages, fallback_text, footer_blocks, split_markdown
+from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, footer_blocks, split_markdown
 from bot.slack.cache import CoolDown
+from bot.text_buffer import TextBuffer
 
 if TYPE_CHECKING:
     from agent.prompts import PromptSet
 
 log = logging.getLogger("askdesk.slack")
 
-STREAM_BUFFER_CHARS = 600
+STREAM_BUFFER_CHARS = 600  # answer characters per chat.appendStream at most (Slack rate limits)
+STREAM_FLUSH_SECONDS = 4.0  # text this old is appended even when fewer characters wait
 FEATURE_COOL_DOWN_S = 600.0
 TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
@@ -80,6 +84,10 @@ class Reply:
         self.placeholder_ts: str | None = None
         self.tasks: list[str] = []
         self.posted_ts: list[str] = []
+        self.buffer = TextBuffer(self._append_text, chars=STREAM_BUFFER_CHARS, seconds=STREAM_FLUSH_SECONDS)
+        self.appended = ""  # answer text already in the streamed message
+        self._tasks_done = False
+        self._append_failed = False
 
     @property
     def uses_status(self) -> bool:
@@ -117,6 +125,32 @@ class Reply:
             self.set_status = None
             return False
 
+    async def text(self, delta: str) -> None:
+        """The answer as the model writes it (Askdesk.answer's `on_text`): appended to the
+        open stream; ignored where this answer is not streamed (it is posted whole)."""
+        if self.streaming and not self._append_failed and \
+                len(self.buffer.sent) + len(self.buffer.pending) + len(delta) <= PART_CHARS:
+            await self.buffer.add(delta)
+        # beyond one message's worth the text waits for finish(), which posts it in parts
+
+    async def _append_text(self, text: str) -> None:
+        try:
+            stream = await self._open_stream()
+            # the first text also completes the running task: one call, not two
+            chunks = [] if self._tasks_done else self._complete_last_task()
+            self._tasks_done = True
+            await stream.append(markdown_text=text, chunks=chunks or None)
+            self.appended += text
+        except Exception as exc:
+            if self.stream is not None and self.stream.ts:
+                # stop appending; chat_stream keeps the refused text in its buffer and sends it
+                # with the stop call, which carries the rest of the answer after it
+                log.warning("slack: appending answer text failed: %s", describe(exc))
+                self.appended += text
+                self._append_failed = True
+                return
+            self._stream_failed(exc)
+
     async def _stream_task(self, text: str) -> None:
         """Complete the previous task and show `text` as the running one."""
         chunks = self._complete_last_task()
@@ -133,7 +167,7 @@ class Reply:
     async def _open_stream(self) -> AsyncChatStream:
         if self.stream is None:
             assert self.say_stream is not None
-            self.stream = await self.say_stream(buffer_size=STREAM_BUFFER_CHARS)
+            self.stream = await self.say_stream(buffer_size=1)  # the TextBuffer batches
         return self.stream
 
     def _stream_failed(self, exc: BaseException) -> None:
@@ -157,6 +191,19 @@ class Reply:
 
     async def finish(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
         """Deliver the answer; raises when Slack fails after something was already shown."""
+        if self.streaming and self.appended and answer.startswith(self.appended):
+            # the answer streamed: the stop call carries the rest, the sources and the buttons
+            await self.buffer.close()
+            assert self.stream is not None
+            rest, more = _cut(answer, len(self.appended))
+            footer = footer_blocks(references, notice, value, self.prompts) if not more else []
+            await self.stream.stop(markdown_text=rest or None, blocks=footer or None)
+            if self.stream.ts:
+                self.posted_ts.append(self.stream.ts)
+            if more:  # a very long answer: the rest in further messages, split as usual
+                await self._post_parts(answer_messages(more, references, notice=notice, value=value,
+                                                       prompts=self.prompts), use_placeholder=False)
+            return
         parts = split_markdown(answer or "…")
         if self.streaming:
             try:
@@ -175,12 +222,8 @@ class Reply:
 
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
-        chunks = self._complete_last_task()
-        if chunks:
-            await stream.append(chunks=chunks)
-        for paragraph in text.split("\n\n"):
-            await stream.append(markdown_text=paragraph + "\n\n")
-        await stream.stop(blocks=footer or None)
+        chunks = [] if self._tasks_done else self._complete_last_task()
+        await stream.stop(markdown_text=text, chunks=chunks or None, blocks=footer or None)
         if stream.ts:
             self.posted_ts.append(stream.ts)
 
@@ -203,3 +246,16 @@ class Reply:
             await self.client.chat_update(channel=self.channel, ts=self.placeholder_ts, text=text, blocks=[])
         else:
             await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text)
+
+
+def _cut(answer: str, streamed: int) -> tuple[str, str]:
+    """(rest of the streamed message, text for further messages): a long answer's streamed
+    message ends at the first paragraph break after the streamed text, outside code blocks."""
+    if len(answer) <= PART_CHARS:
+        return answer[streamed:], ""
+    position = streamed
+    while (cut := answer.find("\n\n", position)) >= 0:
+        if answer.count("```", 0, cut) % 2 == 0:
+            return answer[streamed:cut], answer[cut:].strip()
+        position = cut + 2
+    return answer[streamed:], ""

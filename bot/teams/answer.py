@@ -45,7 +45,7 @@ async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
     request = AskRequest(text=incoming.text, surface="teams", thread_id=incoming.conversation_id,
                          user_id=incoming.user_id)
     try:
-        result = await bot.askdesk.answer(request, progress=reply.progress)
+        result = await bot.askdesk.answer(request, progress=reply.progress, on_text=reply.append_text)
     except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
         log.error("teams: answer failed (reference %s): %s", answer_id, type(exc).__name__)
         result = AnswerResult(answer=bot.text("internal_error", ref=answer_id), route="knowledge")

@@ -1,12 +1,13 @@
 """How one answer reaches Teams: a small renderer with start / progress / append_text /
-finish, so the agent's progress (and, later, its token stream) plugs in the same way
-whatever the conversation allows.
+finish, so the agent's progress and its token stream plug in the same way whatever the
+conversation allows.
 
 - `StreamReply` (personal chats): the SDK's stream (`HttpStream`, what `ctx.stream` is):
-  informative updates ("Thinking…", "Searching the knowledge base…"), then the text, then
+  informative updates ("Thinking…", "Searching the knowledge base…"), then the answer text
+  as the model writes it (batched: the first words at once, then about once a second), then
   close, which sends the final message with its entities (citations, AI label, feedback).
 - `PostReply` (channels and group chats, where Teams does not allow streaming): a typing
-  indicator, renewed on progress, then one message.
+  indicator, renewed on progress, then one message with the whole answer.
 
 Informative updates are paced (at most one per UPDATE_EVERY seconds, the newest waiting
 one wins, a waiting one is dropped when the answer is ready): the SDK throttles a stream
@@ -26,6 +27,8 @@ from typing import Awaitable, Callable, Protocol
 from microsoft_teams.api import MessageActivityInput, SentActivity, TypingActivityInput
 from microsoft_teams.apps import HttpStream
 
+from bot.text_buffer import TextBuffer
+
 log = logging.getLogger("askdesk.teams")
 
 Send = Callable[[MessageActivityInput | TypingActivityInput], Awaitable[SentActivity]]
@@ -34,6 +37,10 @@ FIRST_CHUNK_WAIT = 5.0  # seconds for Teams to accept the first stream update be
 CLOSE_WAIT = 35.0
 UPDATE_EVERY = 0.6  # seconds between informative updates of one stream  # the SDK gives up closing after 30 s; never hang a turn longer
 TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
+# Answer text reaches the stream through a TextBuffer: the first words at once, then about
+# once a second (each update resends the whole text so far, and Teams throttles streams).
+STREAM_TEXT_SECONDS = 1.0
+STREAM_TEXT_CHARS = 1200
 
 
 class Reply(Protocol):
@@ -95,6 +102,7 @@ class StreamReply:
         self._waiting: asyncio.TimerHandle | None = None
         self._waiting_text = ""
         self._done = False
+        self.buffer = TextBuffer(self._emit_text, chars=STREAM_TEXT_CHARS, seconds=STREAM_TEXT_SECONDS)
         stream.on_chunk(self._chunk)
 
     async def _chunk(self, _: SentActivity) -> None:
@@ -131,12 +139,23 @@ class StreamReply:
         self._inform(text)
 
     async def append_text(self, text: str) -> None:
+        """The answer as the model writes it (Askdesk.answer's `on_text`), batched."""
         self._drop_waiting()
+        if not self._done:
+            await self.buffer.add(text)
+
+    async def _emit_text(self, text: str) -> None:
+        try:
+            self.stream.emit(text)
+        except Exception as exc:  # e.g. the user pressed Stop: the final message still follows
+            log.info("teams: streaming text stopped (%s)", type(exc).__name__)
+            self._done = True
+            return
         self.streamed += text
-        self.stream.emit(text)
 
     async def finish(self, activity: MessageActivityInput) -> str | None:
         self._drop_waiting()
+        await self.buffer.close()  # what it still holds goes with the final message
         self._done = True
         if not await self._stream_accepted():
             self._on_refused()

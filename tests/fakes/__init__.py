@@ -1,5 +1,6 @@
 """Local fake servers that speak real wire protocols, for the real SDK clients to call."""
 
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
+from tests.fakes.llm_stream import Pace, Stream
 
-__all__ = ["FakeLLMServer", "RecordedRequest"]
+__all__ = ["FakeLLMServer", "Pace", "RecordedRequest", "Stream"]

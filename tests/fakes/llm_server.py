@@ -15,6 +15,10 @@ Routes and the queue each one pops from:
     POST /openai/v1/chat/completions               -> "groq"    (GROQ_BASE_URL=<url>; the SDK appends /openai/v1)
     POST /{name}/v1/chat/completions               -> name      (OpenAI-compatible servers: "compatible", "ollama", ...)
     POST /v1beta/models/{model}:generateContent    -> "gemini"  (GOOGLE_GEMINI_BASE_URL=<url>; /v1/models too)
+    POST /v1beta/models/{model}:streamGenerateContent?alt=sse -> "gemini" (server-sent events)
+
+A request that asks for a stream gets its reply as server-sent events in the provider's
+format, paced by `set_stream_pace` or a `Stream` step (tests/fakes/llm_stream.py).
 
 The server runs on its own event loop in a background thread, so the same object works
 from sync tests, async tests (any loop scope) and benchmarks.
@@ -32,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.llm_stream import Pace, Stream, output_of, stream_gemini, stream_openai, wants_stream
 
 # --------------------------------------------------------------------------- steps
 
@@ -76,7 +82,7 @@ class Empty:
     """HTTP 200 with no answer in it: `choices: []` (OpenAI-style) or `candidates: []` (Gemini)."""
 
 
-Step = Reply | Raw | Error | Delay | Empty
+Step = Reply | Raw | Error | Delay | Empty | Stream
 
 
 def fault(kind: str) -> Step:
@@ -107,6 +113,7 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-cased names
     status: int = 0  # what the fake answered
     error: str | None = None  # set when nothing was scripted (the test should fail)
+    chunks: list[tuple[float, str]] = field(default_factory=list)  # streams: (monotonic time, text so far)
 
     @property
     def model(self) -> str:
@@ -121,7 +128,7 @@ class RecordedRequest:
 
 
 def _as_step(reply: Any) -> Step:
-    if isinstance(reply, (Reply, Raw, Error, Delay, Empty)):
+    if isinstance(reply, (Reply, Raw, Error, Delay, Empty, Stream)):
         return reply
     if isinstance(reply, str):
         return Raw(reply)
@@ -149,6 +156,7 @@ class FakeLLMServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._counter = 0
+        self._pace: dict[str, Pace] = {}
 
     # ----------------------------------------------------------------- scripting
     def script(self, provider: str, *replies: Any, input_tokens: int | None = None,
@@ -190,6 +198,13 @@ class FakeLLMServer:
         """Fixed extra latency for every request to `provider` (benchmarks: 0.3)."""
         with self._lock:
             self._latency[provider] = seconds
+        return self
+
+    def set_stream_pace(self, provider: str, *, first_token: float = 0.0, tokens_per_s: float = 0.0,
+                        chars_per_chunk: int = 4) -> FakeLLMServer:
+        """Pace of every stream `provider` sends (benchmarks: 0.3 s to the first token, 40 tokens/s)."""
+        with self._lock:
+            self._pace[provider] = Pace(first_token, tokens_per_s, chars_per_chunk)
         return self
 
     def pending(self, provider: str | None = None) -> int:
@@ -278,7 +293,7 @@ class FakeLLMServer:
 
     async def _start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1beta/models/{target:.+}", self._gemini)
+        app.router.add_post("/v1beta/models/{target:.+}", self._gemini)  # :generateContent and :streamGenerateContent
         app.router.add_post("/v1/models/{target:.+}", self._gemini)
         app.router.add_post("/v1/chat/completions", self._openai_like)
         app.router.add_post("/{prefix:.+}/v1/chat/completions", self._openai_like)
@@ -316,7 +331,8 @@ class FakeLLMServer:
             return None
 
     async def _serve(self, rec: RecordedRequest, render: Callable[[RecordedRequest, Reply | Raw], dict],
-                     error_body: Callable[[int, str], dict], empty: dict | None = None) -> web.Response:
+                     error_body: Callable[[int, str], dict], empty: dict | None = None,
+                     stream: Callable | None = None) -> web.StreamResponse:
         latency = self._latency.get(rec.provider, self._default_latency)
         if latency:
             await asyncio.sleep(latency)
@@ -334,6 +350,13 @@ class FakeLLMServer:
         if isinstance(step, Empty):
             rec.status = 200
             return web.json_response(empty or {})
+        fault = step if isinstance(step, Stream) else None
+        if isinstance(step, Stream):
+            step = output_of(step)
+        if stream is not None and wants_stream(rec):
+            rec.status = 200
+            pace = (fault.pace if fault is not None and fault.pace else None) or self._pace.get(rec.provider, Pace())
+            return await stream(rec, step, pace, fault)
         try:
             payload = render(rec, step)
         except Exception as exc:  # a malformed request or script: fail loudly
@@ -358,7 +381,14 @@ class FakeLLMServer:
         prefix = request.match_info.get("prefix")
         provider = "openai" if prefix is None else ("groq" if prefix == "openai" else prefix)
         rec = await self._record(request, provider)
-        return await self._serve(rec, self._render_openai, _openai_error, empty={
+
+        async def stream(rec: RecordedRequest, step: Reply | Raw, pace: Pace, fault: Stream | None):
+            text = _output_text(rec, step)
+            self._counter += 1
+            return await stream_openai(request, rec, text=text, tool_name=_openai_tool_name(rec.body),
+                                       tokens=_tokens(rec, step, text), pace=pace, fault=fault, counter=self._counter)
+
+        return await self._serve(rec, self._render_openai, _openai_error, stream=stream, empty={
             "id": "chatcmpl-fake-empty", "object": "chat.completion", "created": int(time.time()),
             "model": rec.body.get("model", "fake"), "choices": [],
             "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
@@ -391,8 +421,8 @@ class FakeLLMServer:
     # Gemini ---------------------------------------------------------------------------
     async def _gemini(self, request: web.Request) -> web.Response:
         rec = await self._record(request, "gemini")
-        if not request.match_info["target"].endswith(":generateContent"):
-            rec.error = f"only :generateContent is faked, got {request.path}"
+        if not request.match_info["target"].endswith((":generateContent", ":streamGenerateContent")):
+            rec.error = f"only :generateContent and :streamGenerateContent are faked, got {request.path}"
             with self._lock:
                 self.errors.append(rec.error)
             rec.status = 404
@@ -404,7 +434,13 @@ class FakeLLMServer:
                 self.errors.append(rec.error)
             rec.status = 400
             return web.json_response(_gemini_error(400, problem), status=400)
-        return await self._serve(rec, self._render_gemini, _gemini_error, empty={
+
+        async def stream(rec: RecordedRequest, step: Reply | Raw, pace: Pace, fault: Stream | None):
+            text = _output_text(rec, step)
+            return await stream_gemini(request, rec, text=text, function_name=_gemini_function_name(rec.body),
+                                       tokens=_tokens(rec, step, text), pace=pace, fault=fault)
+
+        return await self._serve(rec, self._render_gemini, _gemini_error, stream=stream, empty={
             "candidates": [], "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}})
 
     def _render_gemini(self, rec: RecordedRequest, step: Reply | Raw) -> dict:

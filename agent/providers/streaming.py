@@ -1,0 +1,149 @@
+"""One streamed structured call: partial outputs while the model writes, then the whole one.
+
+The provider modules open the stream through instructor (`create_partial`: the response
+model wrapped in `Partial[...]`, parsed from the provider's JSON deltas with jiter's
+partial mode); this module gives every provider the same behaviour around it:
+- `on_partial(partial)` is awaited for each partial output; it returns True once it has put
+  something in front of the user (e.g. answer text). Until then a failure is retried like
+  a non-streamed call (transient errors with backoff, unusable output once more); after
+  that nothing is retried here — the caller keeps what was shown and decides (the chain
+  notes the failure and continues with the next model);
+- `timeout` bounds the wait for each piece of the stream (a stalled stream fails, a long
+  one that keeps flowing does not), and so does the turn's deadline (agent/deadline.py);
+  retries on the same provider follow retry.py's rules (never after a timeout, only when
+  they fit in the time left);
+- usage comes from the stream's own usage chunk, recorded by `tap` (instructor's stream
+  parsers skip it), so a streamed call is metered like any other;
+- the end of the stream is validated against the caller's response model: a stream cut
+  short or invalid is a ProviderError, never a half result returned as complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception
+
+from agent.providers.base import Completion, ProviderError, Usage
+from agent.deadline import bounded
+from agent.providers.retry import _stopper, _wait, classify
+
+T = TypeVar("T", bound=BaseModel)
+
+# Awaited with each partial output; returns True once something reached the user.
+PartialFn = Callable[[Any], Awaitable[bool | None]]
+
+
+@dataclass
+class StreamMeter:
+    """HTTP requests and tokens of one streamed call (all its attempts)."""
+
+    tokens_of: Callable[[Any], tuple[int, int]]
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+_METER: ContextVar[StreamMeter | None] = ContextVar("askdesk_stream_meter", default=None)
+
+
+async def tap(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Pass a provider's raw stream through, recording its usage into the current meter.
+    Usage chunks are cumulative for the request, so the last one seen counts."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.requests += 1
+    seen = (0, 0)
+    try:
+        async for chunk in chunks:
+            if meter is not None:
+                try:
+                    tokens = meter.tokens_of(chunk)
+                except Exception:  # usage is best effort, never a failure
+                    tokens = (0, 0)
+                if any(tokens):
+                    seen = tokens
+            yield chunk
+    finally:
+        if meter is not None:
+            meter.input_tokens += seen[0]
+            meter.output_tokens += seen[1]
+
+
+class StreamFailed(ProviderError):
+    """The stream failed after something was shown: `shown` tells the caller to keep it."""
+
+
+async def streamed_call(
+    *,
+    provider: str,
+    model: str,
+    max_retries: int,
+    timeout: float,
+    open_stream: Callable[[], AsyncIterator[Any]],
+    response_model: type[T],
+    on_partial: PartialFn,
+    tokens_of: Callable[[Any], tuple[int, int]],
+    key_env: str = "",
+) -> Completion[T]:
+    meter = StreamMeter(tokens_of)
+    started = time.perf_counter()
+    shown = False
+
+    def usage(error: str | None = None) -> Usage:
+        return Usage(provider=provider, model=model, input_tokens=meter.input_tokens,
+                     output_tokens=meter.output_tokens, latency_ms=(time.perf_counter() - started) * 1000,
+                     requests=max(meter.requests, 1), error=error)
+
+    async def consume() -> T:
+        nonlocal shown
+        last: Any = None
+        async with aclosing(open_stream()) as partials:  # type: ignore[type-var]
+            while True:
+                try:
+                    async with asyncio.timeout(bounded(timeout)):  # the turn's deadline too
+                        item = await anext(partials)
+                except StopAsyncIteration:
+                    break
+                last = item
+                if await on_partial(item):
+                    shown = True
+        if last is None:  # like an empty response: asking the same provider again will not help
+            error = ProviderError(f"{provider} ended the stream without output", provider=provider)
+            error.same_provider = False  # type: ignore[attr-defined]
+            raise error
+        # the last partial is the whole output only when the JSON was complete and valid
+        return response_model.model_validate(last.model_dump(warnings=False))
+
+    def worth_retrying(exc: BaseException) -> bool:
+        return not shown and isinstance(exc, ProviderError) and exc.retryable
+
+    retrying = AsyncRetrying(stop=_stopper(max(max_retries, 0) + 1), wait=_wait,
+                             retry=retry_if_exception(worth_retrying), reraise=True)
+    token = _METER.set(meter)
+    try:
+        async for attempt in retrying:
+            with attempt:
+                try:
+                    output = await consume()
+                except Exception as exc:
+                    error = classify(exc, provider=provider, timeout=timeout, key_env=key_env)
+                    if shown and not isinstance(error, StreamFailed):
+                        raise StreamFailed(str(error), provider=provider, retryable=error.retryable) from exc
+                    if error is exc:
+                        raise
+                    raise error from exc
+    except ProviderError as err:
+        err.attempts = [usage(str(err))]
+        err.shown = shown  # type: ignore[attr-defined]
+        raise
+    finally:
+        _METER.reset(token)
+    return Completion(output=output, usage=usage())

@@ -1,0 +1,117 @@
+"""Answers stream into Slack as the model writes them: the real Askdesk, the real openai SDK
+reading server-sent events from the fake LLM server (paced like a real model), Bolt and
+slack_sdk's chat_stream against the recording fake Slack Web API."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from tests.fakes import Stream
+from tests.test_slack_bot import (  # noqa: F401  (fixtures)
+    AGENT,
+    KB_DOC,
+    bot_messages,
+    fake_slack,
+    final,
+    kb_runtime,
+    llm,
+    make_bot,
+)
+
+ANSWER = " ".join(
+    f"Sentence {i} explains the income limit for a family of {i + 2} and what counts as income [1]."
+    for i in range(8))
+
+
+def stream_calls(fake) -> list:
+    return [c for c in fake.calls if c.method in ("chat.startStream", "chat.appendStream", "chat.stopStream")]
+
+
+def text_of(call) -> str:
+    return "".join(c.get("text", "") for c in call.args.get("chunks") or [] if c.get("type") == "markdown_text")
+
+
+async def test_first_answer_text_reaches_slack_before_the_model_finishes(make_bot, fake_slack, llm):
+    llm.set_stream_pace(AGENT, first_token=0.2, tokens_per_s=150)  # ~0.2 + 1.2 s for this answer
+    llm.script(AGENT, final(ANSWER, KB_DOC))
+    slack = await make_bot()
+    ts = "1700005000.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    assert reply["text"] == ANSWER  # the streamed pieces add up to exactly the answer
+    assert "askdesk_sources" in json.dumps(reply["blocks"]) and "feedback_up" in json.dumps(reply["blocks"])
+
+    [request] = llm.requests_for(AGENT)  # one model call: streaming costs no extra call
+    model_done = request.chunks[-1][0]
+    with_text = [c for c in stream_calls(fake_slack) if text_of(c)]
+    assert with_text[0].at < model_done - 0.5  # the answer started showing long before the model ended
+    assert with_text[0].method == "chat.appendStream" and stream_calls(fake_slack)[-1].method == "chat.stopStream"
+    # buffered: at most one append per 600 characters of answer, plus the closing stop
+    appends = [c for c in with_text if c.method == "chat.appendStream"]
+    assert len(appends) <= math.ceil(len(ANSWER) / 600)
+    assert "".join(text_of(c) for c in with_text) == ANSWER
+
+
+async def test_model_failing_mid_answer_keeps_the_text_notes_it_and_a_backup_model_answers(
+        make_bot, fake_slack, llm):
+    llm.script(AGENT, Stream(final(ANSWER, KB_DOC), cut_after=200))
+    llm.script("gemini", final("The backup answer: families qualify up to 85% of median income [1].", KB_DOC))
+    slack = await make_bot(fallback_models=["gemini/gemini-2.5-flash"])
+    ts = "1700005100.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    shown, rest = reply["text"].split("\n\n", 1)
+    assert ANSWER.startswith(shown) and 20 < len(shown) < len(ANSWER)  # what was shown stays
+    assert "cut off" in rest and rest.endswith("The backup answer: families qualify up to 85% of median income [1].")
+    assert "askdesk_sources" in json.dumps(reply["blocks"])
+
+
+async def test_every_model_failing_mid_answer_continues_with_the_search_results(make_bot, fake_slack, llm):
+    llm.script(AGENT, Stream(final(ANSWER, KB_DOC), cut_after=200))
+    slack = await make_bot()
+    ts = "1700005200.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    text = reply["text"]
+    assert ANSWER.startswith(text.split("\n\n", 1)[0])
+    assert "incomplete" in text and "documents say" in text
+    assert "Income Eligibility" in text or "source:" in text  # the passages follow the note
+    assert not text.rstrip().endswith(ANSWER[150:200])  # never the half answer alone
+
+
+async def test_a_refused_append_loses_nothing(make_bot, fake_slack, llm):
+    """Slack refuses the first text append: no more appends, the stop call carries the answer."""
+    llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=400)
+    llm.script(AGENT, final(ANSWER, KB_DOC))
+    fake_slack.script("chat.appendStream", body={"ok": True})  # the progress task
+    fake_slack.script("chat.appendStream", body={"ok": False, "error": "fatal_error"})
+    slack = await make_bot()
+    ts = "1700005300.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    assert reply["text"] == ANSWER
+    assert len(fake_slack.calls_to("chat.appendStream")) == 2  # nothing appended after the refusal
+
+
+async def test_a_stream_stalling_past_the_turn_deadline_keeps_the_text_and_adds_the_search_results(
+        make_bot, fake_slack, llm):
+    llm.check_complete = False  # the stalled stream is abandoned, not finished
+    llm.script(AGENT, Stream(final(ANSWER, KB_DOC), stall_after=200, stall=30.0))
+    slack = await make_bot(turn_timeout=4.0)
+    ts = "1700005400.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    shown, rest = reply["text"].split("\n\n", 1)
+    assert ANSWER.startswith(shown) and len(shown) > 20
+    assert "incomplete" in rest and "source:" in rest  # the note, then the passages
