@@ -8,14 +8,22 @@ right now. The apology with a reference id is kept for when the search fails too
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import traceback
 import uuid
+from typing import Any
 
+from agent import search_only
+from agent.answer_stream import AnswerText
 from agent.answers import AnswerResult
+from agent.deadline import reserve
 from agent.knowledge.search import KnowledgeBaseUnavailable
+from agent.loop import Prefetched
+from agent.prefetch import Prefetcher
 from agent.prompts import PromptSet
 from agent.providers.base import ProviderConfigError, ProviderError
+from agent.router import Route
 from agent.tracing import Span
 
 log = logging.getLogger("askdesk.service")  # the turn's log, where the service writes it
@@ -53,3 +61,18 @@ def apology(exc: Exception, route, span: Span, prompts: PromptSet, *, shown: boo
     attempts = exc.attempts if isinstance(exc, ProviderError) else []
     return AnswerResult(answer=message, route=route.route if route else "knowledge",
                         llm_calls=(route.llm_calls if route else 0) + len(attempts))
+
+
+async def search_results_instead(exc: Exception, route: Route, prefetched: list[Prefetched], common: dict[str, Any],
+                                 prefetcher: Prefetcher, span: Span, streamed: AnswerText, prompts: PromptSet,
+                                 notice: str | None, turn_timeout: float) -> AnswerResult:
+    """The models failed or ran out of time: the search results, headed by a note saying why
+    (after the answer text already shown, if a model broke off mid-answer)."""
+    if not prefetched:  # prefetch off (benchmarks): search now, in the time kept back for it
+        async with asyncio.timeout(reserve(turn_timeout)):
+            prefetched = await prefetcher.run(route.route, route.query, span=span)
+    common["llm_calls"] += len(getattr(exc, "attempts", []))
+    result = search_only.answer(prefetched, prompts, notice=notice, **common)
+    note = prompts.render("answer_interrupted_search_only") if streamed.shown else model_failure_note(exc, prompts)
+    result.answer = await streamed.end_with(f"{note}\n\n{result.answer}")  # per answer, not a notice
+    return result

@@ -21,7 +21,7 @@ from agent.answer_stream import AnswerText, TextFn
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
 from agent.deadline import ROUTER_SHARE, deadline, remaining, reserve
-from agent.degrade import apology, model_failure_note
+from agent.degrade import apology, search_results_instead
 from agent.domain import domain_path, load_domain
 from agent.identity import Identities
 from agent.loop import Prefetched, ProgressFn, run_agent
@@ -42,7 +42,10 @@ __all__ = ["AnswerResult", "AskRequest", "Askdesk", "ProgressFn", "ServiceModels
 
 log = logging.getLogger("askdesk.service")
 
+
 class Askdesk:
+    """Router -> prefetch -> agent loop with memory, tracing and a turn deadline; never raises."""
+
     def __init__(self, settings: Settings, runtime: Runtime, *, prompts: PromptSet | None = None,
                  store: ConversationStore | None = None, models: ServiceModels | None = None,
                  tracer: Tracer | None = None, owns_runtime: bool = False, prefetch: bool = True,
@@ -177,25 +180,12 @@ class Askdesk:
                     domain=identity.domain, progress=progress, span=span, tool_specs=tool_specs,
                     answer=streamed)
         except (ProviderError, TimeoutError) as exc:
-            return await self._without_model(exc, route, prefetched, common, prefetcher, span, streamed)
+            log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
+            return await search_results_instead(exc, route, prefetched, common, prefetcher, span, streamed,
+                                                self.prompts, self.models.notice, self.settings.turn_timeout)
         common["llm_calls"] += len(run.usages)
         return AnswerResult(answer=run.answer, references=run.references, confidence=run.confidence,
                             tool_calls=run.tool_calls, facilities=run.facilities, **common)
-
-    async def _without_model(self, exc: Exception, route: Route, prefetched: list[Prefetched], common: dict[str, Any],
-                             prefetcher: Prefetcher, span: Span, streamed: AnswerText) -> AnswerResult:
-        """The models failed or ran out of time: the search results, headed by a note saying why
-        (after the answer text already shown, if a model broke off mid-answer)."""
-        log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
-        if not prefetched:  # prefetch off (benchmarks): search now, in the time kept back for it
-            async with asyncio.timeout(reserve(self.settings.turn_timeout)):
-                prefetched = await prefetcher.run(route.route, route.query, span=span)
-        common["llm_calls"] += len(getattr(exc, "attempts", []))
-        result = search_only.answer(prefetched, self.prompts, notice=self.models.notice, **common)
-        note = self.prompts.render("answer_interrupted_search_only") if streamed.shown else \
-            model_failure_note(exc, self.prompts)
-        result.answer = await streamed.end_with(f"{note}\n\n{result.answer}")  # per answer, not a notice
-        return result
 
     async def _remember(self, req: AskRequest, text: str, result: AnswerResult) -> None:
         try:

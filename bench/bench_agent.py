@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from openai_stub import OpenAIStub
+from bench.openai_stub import OpenAIStub
 
 import agent.tools.formatted_context as formatted_context
 from agent.config import Settings

@@ -40,7 +40,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from qdrant_client import AsyncQdrantClient, models  # noqa: E402
 

@@ -229,7 +229,6 @@ def ingest_faults(code: Path, work: Path) -> list[dict[str, Any]]:
     r = run(["ingest", str(mixed)], "mixed")
     row("summary: 1 good + 1 heading-only file", r, "summary", r["stdout"].strip().splitlines()[-1][19:70]
         if r["stdout"].strip() else "")
-    sys.path.insert(0, str(ROOT))
     from tests.test_knowledge_ingest import _minimal_pdf
 
     pdfs = work / "pdf"

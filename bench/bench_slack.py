@@ -37,7 +37,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from agent.config import Settings  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402

@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from agent.config import Settings  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402

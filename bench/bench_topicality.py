@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import agent.topicality as topicality  # noqa: E402
 from agent.config import Settings  # noqa: E402

@@ -24,7 +24,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import agent.knowledge.search as search_mod  # noqa: E402
 from agent.config import Settings  # noqa: E402

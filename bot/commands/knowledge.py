@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from agent.runtime import Runtime
 from agent.store import StoreInUse
 from bot.commands import emit, hand_over, run_with_runtime, store_in_use
 
