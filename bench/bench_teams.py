@@ -222,10 +222,10 @@ async def in_process_overhead(connector: FakeTeamsConnector, questions: list[str
     core_ms: dict[str, float] = {}
     answer = service.answer
 
-    async def timed(request, progress=None):
+    async def timed(request, progress=None, on_text=None):
         started = time.perf_counter()
         try:
-            return await answer(request, progress)
+            return await answer(request, progress, on_text)
         finally:
             core_ms[request.thread_id] = (time.perf_counter() - started) * 1000
 
