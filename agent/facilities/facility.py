@@ -124,7 +124,7 @@ FLAG_FILTERS: dict[str, str] = {name: str(_extra(name)["ask"]) for name in FLAGS
 
 
 def csv_columns() -> dict[str, str]:
-    """Facility field -> CSV header of the Texas DFPS registry (../shared/data/README.md)."""
+    """Facility field -> CSV header; the defaults match the demo registry (examples/texas-childcare/facilities.csv)."""
     columns = {name: str(_extra(name)["csv"]) for name in Facility.model_fields if "csv" in _extra(name)}
     return {**columns, "latitude": "latitude", "longitude": "longitude"}  # together: `location`
 
