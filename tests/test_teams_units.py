@@ -70,6 +70,10 @@ def test_mention_of_the_bot_is_stripped_but_other_mentions_stay():
 
 
 class RecordingStream:
+    """HttpStream's surface: every update and text chunk is accepted (fires the chunk handlers)."""
+
+    canceled = False
+
     def __init__(self) -> None:
         self.updates: list[str] = []
         self.emitted: list = []
@@ -85,6 +89,9 @@ class RecordingStream:
 
     def emit(self, activity) -> None:
         self.emitted.append(activity)
+        if isinstance(activity, str):
+            for handler in self.handlers:
+                asyncio.ensure_future(handler(None))
 
     def clear_text(self) -> None:
         self.emitted.clear()

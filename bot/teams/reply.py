@@ -95,7 +95,7 @@ class StreamReply:
         self._send = send
         self._on_refused = on_refused
         self._chunk_seen = asyncio.Event()
-        self._updates = 0  # informative updates handed to the stream
+        self._updates = 0  # informative updates and text chunks handed to the stream
         self._chunks = 0  # stream activities Teams accepted
         self.streamed = ""
         self._updated_at = float("-inf")
@@ -147,6 +147,7 @@ class StreamReply:
     async def _emit_text(self, text: str) -> None:
         try:
             self.stream.emit(text)
+            self._updates += 1
         except Exception as exc:  # e.g. the user pressed Stop: the final message still follows
             log.info("teams: streaming text stopped (%s)", type(exc).__name__)
             self._done = True
@@ -177,11 +178,13 @@ class StreamReply:
         return sent.id
 
     async def _stream_accepted(self) -> bool:
-        """Wait until Teams accepted every update sent so far (then the final message is sent at
-        once instead of queueing behind one); False when it accepted none: streaming refused."""
+        """Wait until Teams accepted every update and text chunk sent so far: a final message
+        emitted while the stream still sends is queued behind the SDK's half-second throttle
+        (HttpStream schedules its next flush 0.5 s out when items remain), one emitted after
+        goes at once. False when it accepted none: streaming refused."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + FIRST_CHUNK_WAIT
-        while self._chunks < self._updates and loop.time() < deadline:
+        while self._chunks < self._updates and loop.time() < deadline and not self.stream.canceled:
             self._chunk_seen.clear()
             try:
                 await asyncio.wait_for(self._chunk_seen.wait(), timeout=deadline - loop.time())

@@ -18,6 +18,12 @@ The listener runs on its own thread and event loop: the main loop runs the SDK a
 answer (retrieval, embedded-store searches, model calls), and a burst of turns there must
 not delay the next activity's acknowledgement. Activities cross to the main loop with
 `run_coroutine_threadsafe`; invokes wait for their result the same way.
+
+The two threads share the GIL, and CPython hands it from a busy thread to a waiting one only
+every `sys.getswitchinterval()` (5 ms by default): while the main loop parses and answers a
+burst of activities, every step of the listener (accept, read, respond) could wait that long.
+The listener lowers the interval to SWITCH_INTERVAL while it runs (measured, 50 activities at
+once × 6 rounds: acknowledgement p99 68-117 ms -> 34-37 ms, answers delivered no later).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import json
 import logging
 import socket
+import sys
 import threading
 from typing import Any, Callable, Coroutine
 
@@ -35,6 +42,7 @@ log = logging.getLogger("askdesk.teams")
 
 MESSAGES_PATH = "/api/messages"
 MAX_BODY = 4 * 1024 * 1024  # an activity is a few KB; Teams caps messages far below this
+SWITCH_INTERVAL = 0.0005  # seconds; see the module docstring
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -142,6 +150,7 @@ class TeamsListener:
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._switch_interval: float | None = None  # the interpreter's, restored on stop
 
     @property
     def port(self) -> int:
@@ -153,6 +162,9 @@ class TeamsListener:
 
     async def start(self) -> None:
         self._adapter.main_loop = asyncio.get_running_loop()
+        if self._switch_interval is None:
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(SWITCH_INTERVAL, self._switch_interval))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="askdesk-teams-listener", daemon=True)
         self._thread.start()
@@ -176,4 +188,7 @@ class TeamsListener:
             await asyncio.to_thread(self._thread.join, 10)
             self._loop.close()
             self._loop = self._thread = None
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
         self.sock.close()
