@@ -129,7 +129,8 @@ async def wait_ready(port: int, bot: subprocess.Popen) -> None:
 
 
 class AskPath:
-    """`askdesk ask` minus process start-up: Askdesk.answer with the CLI's request."""
+    """`askdesk ask` minus process start-up and drawing: Askdesk.answer with the CLI's request,
+    streaming its text to a sink as `askdesk ask` streams it to the terminal."""
 
     def __init__(self, service) -> None:
         self.service = service
@@ -140,8 +141,12 @@ class AskPath:
         async def progress(_: str) -> None:
             return None
 
+        async def on_text(_: str) -> None:
+            return None
+
         started = time.perf_counter()
-        await self.service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress)
+        await self.service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress,
+                                  on_text=on_text)
         return (time.perf_counter() - started) * 1000
 
 
