@@ -8,9 +8,9 @@ import json
 from agent.feedback import Feedback, FeedbackStore
 from agent.references import Reference
 from bot.slack import blocks
-from bot.slack.dedupe import Deduper
+from bot.dedupe import Deduper
 from bot.slack.history import askers, strip_mention, to_chat
-from bot.slack.rate_limit import RateLimiter
+from bot.rate_limit import RateLimiter
 
 
 def _fences_balanced(part: str) -> bool:

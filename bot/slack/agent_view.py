@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
-from bot.slack.cache import bounded
+from bot.cache import bounded
 from bot.slack.reply import describe
 
 log = logging.getLogger("askdesk.slack")

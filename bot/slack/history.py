@@ -14,7 +14,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.messages import ChatMessage
-from bot.slack.cache import bounded
+from bot.cache import bounded
 
 MAX_PAGES = 5  # 5 x 200 messages: threads longer than that keep their first 1000 only
 

@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
 from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, footer_blocks, split_markdown
-from bot.slack.cache import CoolDown
+from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
 
 if TYPE_CHECKING:

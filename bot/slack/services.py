@@ -16,10 +16,10 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent.config import Settings
 from agent.feedback import FeedbackStore
-from bot.slack.cache import bounded
-from bot.slack.dedupe import Deduper
+from bot.cache import bounded
+from bot.dedupe import Deduper
 from bot.slack.history import ThreadHistory
-from bot.slack.rate_limit import RateLimiter
+from bot.rate_limit import RateLimiter
 from bot.slack.reply import Features
 
 if TYPE_CHECKING:

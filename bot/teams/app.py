@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Coroutine
 from agent.config import Settings
 from agent.feedback import FeedbackStore
 from agent.prompts import PromptSet, default_prompts
-from bot.slack.dedupe import Deduper
-from bot.slack.rate_limit import RateLimiter
+from bot.dedupe import Deduper
+from bot.rate_limit import RateLimiter
 from bot.teams.credentials import TeamsAuth
 from bot.teams.threads import ThreadAskers
 

@@ -1,4 +1,4 @@
-"""Exactly-once answering.
+"""Exactly-once answering, for every surface (Slack events, Teams activities).
 
 Slack delivers a message twice when the app subscribes to both `app_mention` and
 `message.*` (one event each), and re-delivers an event (`X-Slack-Retry-Num`) when an ack
@@ -11,7 +11,7 @@ worker per app (Socket Mode and a single HTTP replica do).
 
 from __future__ import annotations
 
-from bot.slack.cache import bounded
+from bot.cache import bounded
 
 
 class Deduper:
