@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import aiosqlite
-
 from agent.messages import ChatMessage
-from agent.private import private_file
+from agent.sqlite_once import LazyConnection
 
 
 def conversation_key(surface: str, thread_id: str) -> str:
@@ -101,19 +99,7 @@ class SQLiteConversationStore:
     def __init__(self, path: Path, *, max_messages: int = 50) -> None:
         self.path = Path(path)
         self.max_messages = max_messages
-        self._db: aiosqlite.Connection | None = None
-
-    async def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            private_file(self.path)  # conversations: 0600 in a 0700 data dir
-            self._db = await aiosqlite.connect(self.path)
-            # WAL + synchronous=NORMAL: a commit is a write, not an fsync (durable across
-            # process crashes; the last turns may be lost only on power loss).
-            await self._db.execute("PRAGMA journal_mode=WAL")
-            await self._db.execute("PRAGMA synchronous=NORMAL")
-            await self._db.executescript(_SCHEMA)
-            await self._db.commit()
-        return self._db
+        self._conn = LazyConnection(self.path, _SCHEMA)
 
     async def load(self, surface: str, thread_id: str) -> Conversation:
         db = await self._conn()
@@ -138,6 +124,4 @@ class SQLiteConversationStore:
         await db.commit()
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
+        await self._conn.close()

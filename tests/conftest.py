@@ -3,12 +3,17 @@
 - Any socket connection to a non-loopback address fails the test (no real network, ever).
 - Provider keys and LangSmith variables are cleared so nothing can reach a real service.
 - `settings` gives each test its own data dir (embedded Qdrant, SQLite) under tmp_path.
+- A non-daemon thread still running when the session ends fails the run with its name
+  instead of hanging the interpreter's exit (and CI) forever.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -80,6 +85,25 @@ def _guarded_connect_ex(self, address):
     return _real_connect_ex(self, address)
 
 
+def pytest_sessionfinish(session, exitstatus):
+    session.config._askdesk_exitstatus = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """Python joins every non-daemon thread before it exits: one a test leaked (an unclosed
+    SQLite connection's worker, a server thread) would hang the run with all tests done."""
+    leaked = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    for thread in leaked:
+        thread.join(timeout=10)
+    leaked = [t for t in leaked if t.is_alive()]
+    if leaked:
+        names = ", ".join(f"{t.name} ({getattr(t, '_target', None)!r})" for t in leaked)
+        sys.stderr.write(f"\nFAILED: non-daemon threads still running after the tests: {names}\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(getattr(config, "_askdesk_exitstatus", 0) or 1)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def no_real_network():
     socket.socket.connect = _guarded_connect
@@ -95,7 +119,7 @@ def clean_env(monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     # no askdesk.yaml from the developer's working dir leaks into tests
     monkeypatch.setenv("ASKDESK_CONFIG", str(tmp_path / "absent-askdesk.yaml"))
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("ASKDESK_") and name != "ASKDESK_CONFIG":
             monkeypatch.delenv(name, raising=False)
 
@@ -128,4 +152,4 @@ def llm_server(monkeypatch):
 
 
 # --- knowledge base (tests/knowledge_fixtures.py): kb_subset_cache, kb_subset, kb_settings ---
-from tests.knowledge_fixtures import kb_settings, kb_subset, kb_subset_cache  # noqa: E402,F401
+from tests.knowledge_fixtures import kb_settings, kb_subset, kb_subset_cache  # noqa: F401

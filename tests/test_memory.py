@@ -50,3 +50,33 @@ async def test_sqlite_store_reads_only_the_newest_messages(tmp_path):
     assert [m.content for m in conv.messages] == ["7", "8", "9"]
     assert [m.content for m in conv.trimmed(2)] == ["8", "9"]
     await store.close()
+
+
+async def test_concurrent_first_use_opens_one_connection_and_leaks_no_thread(tmp_path):
+    """Twenty questions arriving together all make the store's first call at once: each must
+    see the schema, and only one connection (one worker thread) may be opened, or the
+    leftover non-daemon threads keep the process from ever exiting."""
+    import asyncio
+    import threading
+
+    from bot.teams.threads import ThreadAskers
+
+    before = set(threading.enumerate())
+    store = SQLiteConversationStore(tmp_path / "memory.sqlite")
+    askers = ThreadAskers(tmp_path / "threads.sqlite")
+
+    async def turn(i: int) -> None:
+        await store.load("cli", f"t{i}")
+        await store.append("cli", f"t{i}", [msg("user", f"q{i}")])
+        await askers.remember(f"c{i}", f"u{i}")
+
+    await asyncio.gather(*(turn(i) for i in range(20)))
+    assert [m.content for m in (await store.load("cli", "t7")).messages] == ["q7"]
+    assert await askers.asker("c3") == "u3"
+    opened = [t for t in threading.enumerate() if t not in before]
+    assert len(opened) == 2, opened  # one connection per store
+    await store.close()
+    await askers.close()
+    for t in opened:
+        t.join(timeout=5)
+    assert not any(t.is_alive() for t in opened)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import aiosqlite
+from agent.sqlite_once import LazyConnection
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS teams_threads (
@@ -24,16 +24,7 @@ CREATE TABLE IF NOT EXISTS teams_threads (
 class ThreadAskers:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._db: aiosqlite.Connection | None = None
-
-    async def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = await aiosqlite.connect(self.path, timeout=10)
-            await self._db.execute("PRAGMA journal_mode=WAL")
-            await self._db.execute(_SCHEMA)
-            await self._db.commit()
-        return self._db
+        self._conn = LazyConnection(self.path, _SCHEMA)
 
     async def remember(self, conversation: str, asker: str) -> None:
         """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
@@ -51,6 +42,4 @@ class ThreadAskers:
         return rows[0][0] if rows else None
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
+        await self._conn.close()
