@@ -117,10 +117,13 @@ class SQLiteConversationStore:
         db = await self._conn()
         key = conversation_key(surface, thread_id)
         now = time.time()
-        await db.executemany(
+        # `async with` closes the cursor on the connection's own thread: one left to the garbage
+        # collector is finalized on the event loop's thread, racing the worker ("API misuse").
+        async with db.executemany(
             "INSERT INTO messages (conversation, role, content, created) VALUES (?, ?, ?, ?)",
             [(key, m.role, m.content, now) for m in messages],
-        )
+        ):
+            pass
         await db.commit()
 
     async def close(self) -> None:

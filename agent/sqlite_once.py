@@ -39,8 +39,9 @@ class LazyConnection:
                 try:
                     # WAL + synchronous=NORMAL: a commit is a write, not an fsync (durable
                     # across process crashes; the last turns may be lost only on power loss).
-                    await db.execute("PRAGMA journal_mode=WAL")
-                    await db.execute("PRAGMA synchronous=NORMAL")
+                    for pragma in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"):
+                        async with db.execute(pragma):  # cursors closed on the connection's thread
+                            pass
                     await db.executescript(self.schema)
                     await db.commit()
                 except BaseException:

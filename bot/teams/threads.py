@@ -29,11 +29,12 @@ class ThreadAskers:
     async def remember(self, conversation: str, asker: str) -> None:
         """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
         db = await self._conn()
-        await db.execute(
+        async with db.execute(  # closes its cursor on the connection's thread (agent/memory.py)
             "INSERT INTO teams_threads (conversation, asker, updated) VALUES (?, ?, ?) "
             "ON CONFLICT(conversation) DO UPDATE SET updated = excluded.updated",
             (conversation, asker, time.time()),
-        )
+        ):
+            pass
         await db.commit()
 
     async def asker(self, conversation: str) -> str | None:
