@@ -56,7 +56,13 @@ _FOLLOWUP_LEAD_RE = re.compile(
     r"(?:(?:for|the|a|an)\b)?\s*",
     re.IGNORECASE,
 )
-_ANAPHORA_RE = re.compile(r"\b(that|this|those|these|it|they|them|the same|the year before|the one)\b", re.IGNORECASE)
+# Words that point back at something said before ("that limit", "esas personas", "họ").
+_ANAPHORA_RE = re.compile(
+    r"\b(that|this|those|these|it|they|them|the same|the year before|the one"
+    r"|eso|esa|ese|esos|esas|esto|ellos|ellas|lo mismo"
+    r"|đó|đấy|này|họ)\b",
+    re.IGNORECASE,
+)
 
 
 def normalize(text: str) -> str:
@@ -78,6 +84,11 @@ def looks_like_facility_search(text: str, domain: Domain = EMPTY) -> bool:
     if not (domain.facility_re.search(text) or mentions_facility_criteria(text)):
         return False
     return not _KNOWLEDGE_MARKERS_RE.search(text)
+
+
+def refers_back(text: str) -> bool:
+    """"can the center start that process themselves?": it points at something said before."""
+    return bool(_ANAPHORA_RE.search(normalize(text)))
 
 
 def starts_like_followup(text: str) -> bool:

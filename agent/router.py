@@ -20,9 +20,10 @@ from agent.prefilter import (
     classify_rules,
     classify_similarity,
     heuristic_rewrite,
-    own_terms,
     looks_like_facility_search,
+    own_terms,
     previous_user_messages,
+    refers_back,
     starts_like_followup,
 )
 from agent.prompts import PromptSet
@@ -58,7 +59,8 @@ class TopicJudge(Protocol):
 
     async def protected(self, text: str) -> str | None: ...
 
-    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False) -> Any: ...
+    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False,
+                    refers_back: bool = False) -> Any: ...
 
 
 @dataclass
@@ -123,7 +125,7 @@ class Router:
         # In a thread, only a message that is off-topic by a wide margin on its own is refused
         # ("thanks! now tell me a joke"); one that merely says little alone leans on the thread.
         # "and for 5 people?" continues a thread askdesk may not see (a new Slack mention): not refused
-        topic = (await self.topic.judge(text, best, in_thread=bool(also))
+        topic = (await self.topic.judge(text, best, in_thread=bool(also), refers_back=bool(also) and refers_back(text))
                  if self.topic is not None and not starts_like_followup(text) else None)
         protected = bool(await self.topic.protected(text)) if self.topic is not None else False
         verdict = classify_similarity(best, topic, protected=protected or bool(also),

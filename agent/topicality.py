@@ -43,6 +43,11 @@ CROSS_LANGUAGE_SHIFT = 0.05
 # Inside a thread a message may say little on its own ("what hours can they reach them?"): it is
 # refused only when it is off-topic by this much more.
 THREAD_SHIFT = 0.03
+# ...and by this much more when it points back at the thread ("can the center kick that process
+# off themselves?"): its words are about what was said, not about the documents. Set on the
+# threads of examples/texas-childcare/eval/fresh4.yaml and 20 in-thread off-topic requests
+# (tests/test_topicality.py keeps three of them), never on held-out.
+REFERENCE_SHIFT = 0.03
 
 
 def shipped_exemplars() -> list[str]:
@@ -149,7 +154,8 @@ class TopicCheck:
             log.warning("knowledge-base vocabulary unavailable: %s", type(exc).__name__)
             return None
 
-    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False) -> TopicVerdict:
+    async def judge(self, text: str, kb_best: float | None, *, in_thread: bool = False,
+                    refers_back: bool = False) -> TopicVerdict:
         if kb_best is None:
             return TopicVerdict(False, "no similarity available")
         why = await self.protected(text)
@@ -169,7 +175,7 @@ class TopicCheck:
         nearest = ex.nearest(vec, kb_langs or None)
         margin = self.margin if same_language else self.margin - CROSS_LANGUAGE_SHIFT
         if in_thread:
-            margin -= THREAD_SHIFT
+            margin -= THREAD_SHIFT + (REFERENCE_SHIFT if refers_back else 0.0)
         refuse, score = decide(kb=kb_best, nearest_offtopic=nearest, coverage=coverage, margin=margin)
         cov = "n/a" if coverage is None else f"{coverage:.2f}"
         return TopicVerdict(refuse, f"topic score {score:+.3f} (margin {margin:+.3f}, coverage {cov})", score)

@@ -129,13 +129,14 @@ class ScriptedJudge:
     """Stands in for agent.topicality.TopicCheck (which needs an embedder and a knowledge base)."""
 
     def __init__(self, offtopic: set[str] = frozenset(), protected: set[str] = frozenset()):
-        self.offtopic, self._protected, self.judged = offtopic, protected, []
+        self.offtopic, self._protected, self.judged, self.refers = offtopic, protected, [], []
 
     async def protected(self, text):
         return "term" if text in self._protected else None
 
-    async def judge(self, text, kb_best, in_thread=False):
+    async def judge(self, text, kb_best, in_thread=False, refers_back=False):
         self.judged.append((text, in_thread))
+        self.refers.append(refers_back)
         return TopicVerdict(text in self.offtopic, "scripted")
 
 
@@ -209,6 +210,7 @@ async def test_every_message_in_a_thread_is_searched_alone_and_in_context_withou
     assert contextual.startswith("how many CCR navigator") and contextual.endswith("supposed to focus on?")
     assert decided.also == search.also[1]
     assert judge.judged == [(text, True)]  # judged on its own, with the thread's leniency
+    assert judge.refers == [True]  # "those people": it points back at the thread, more leniency
     # a first message is searched once, alone
     await router(search, judge=judge).route("PDG B-5 navigators?", [])
     assert search.also[-1] == [] and judge.judged[-1] == ("PDG B-5 navigators?", False)

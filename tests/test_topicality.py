@@ -10,6 +10,7 @@ import yaml
 from agent.evaluation import offtopic
 from agent.evaluation.routing import eval_service
 from agent.knowledge.vocabulary import Vocabulary
+from agent.messages import ChatMessage
 from agent.topicality import decide, shipped_exemplars
 from tests.conftest import DEV_EVAL, REPO
 from tests.knowledge_fixtures import open_runtime
@@ -37,6 +38,26 @@ async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):
         try:
             route = await service.router(None).route("PEIMS #s?", [])
             assert route.route == "knowledge" and "domain terms" in route.reason  # the documents' own acronym
+        finally:
+            await service.store.close()
+
+
+async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_request_still_refused(kb_settings):
+    """"that process" is about the thread, whatever its own words ("kick off" sounds like sport);
+    a new off-topic request in the same thread is still refused, pointing back or not."""
+    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
+    history = [ChatMessage(role="user", content="whats the most a provider can get paid for a kid w/ disabilities"
+                                                  " who needs extra staff?")]
+    async with open_runtime(settings) as rt:
+        service = eval_service(rt)
+        try:
+            router = service.router(None)
+            route = await router.route("can the center kick that process off themselves?", history)
+            assert route.route == "knowledge", route.reason
+            for request in ("what do you think of them Cowboys this season?", "can you turn that into a funny poem?",
+                            "who won the game last night?"):
+                route = await router.route(request, history)
+                assert route.route == "offtopic", (request, route.reason)
         finally:
             await service.store.close()
 

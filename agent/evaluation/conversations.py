@@ -1,9 +1,11 @@
 """`conversations` eval section: retrieval recall of every turn of multi-turn threads.
 
 Later turns only make sense with the earlier ones, so each turn is routed with the thread so
-far (the user's earlier questions) and searched with the router's searches: the router
-model's rewrite when one is configured; otherwise the message alone fused with the message in
-the thread's context (agent/knowledge/fused.py), exactly as the router prefetches.
+far and searched with the router's searches: the router model's rewrite when one is
+configured; otherwise the message alone fused with the message in the thread's context
+(agent/knowledge/fused.py), exactly as the router prefetches.
+The thread holds each earlier question and the answer askdesk gives without an agent model
+(its search-only answer: the passages found, with their sources), as a surface's history does.
 A turn is a hit when every `must_contain` string occurs in the top-k passages (scored like
 the retrieval section: `agent.evaluation.retrieval.hit_rank`).
 """
@@ -17,6 +19,8 @@ from agent.evaluation.routing import eval_service
 from agent.knowledge.fused import search_fused
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
+from agent.search_only import knowledge_answer
+from agent.tools.base import ToolResult
 
 
 async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
@@ -42,6 +46,9 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
                 else:
                     failures.append(label)
                 history.append(ChatMessage(role="user", content=question))
+                if passages:
+                    reply = knowledge_answer(ToolResult(text="", passages=passages), service.prompts)
+                    history.append(ChatMessage(role="assistant", content=reply))
     finally:
         await service.store.close()
     return {
