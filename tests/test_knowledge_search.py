@@ -132,3 +132,16 @@ async def test_weak_evidence_is_flagged_below_the_threshold(settings, kb_subset)
         rt.settings = rt.settings.model_copy(update={"min_score": 0.80})
         off_topic = await get_formatted_context(rt, "who won the football world cup in 1998?", top_k=3)
         assert off_topic.weak_evidence
+
+
+def test_tied_fused_scores_are_ordered_by_dense_similarity_then_document_so_answers_are_reproducible():
+    from agent.knowledge.search import Passage, ranked
+
+    def p(source: str, score: float, dense: float | None, chunk: int = 0) -> Passage:
+        return Passage(text="t", source=source, score=score, dense_score=dense, chunk_index=chunk)
+
+    engine_order = [p("b.md", 0.583, 0.81), p("a.md", 1.0, 0.80), p("c.md", 0.583, 0.86),
+                    p("d.md", 0.583, 0.81, 2), p("d.md", 0.583, 0.81, 1), p("e.md", 0.2, None)]
+    order = [(x.source, x.chunk_index) for x in ranked(engine_order, 5)]
+    assert order == [("a.md", 0), ("c.md", 0), ("b.md", 0), ("d.md", 1), ("d.md", 2)]
+    assert ranked(list(reversed(engine_order)), 5) == ranked(engine_order, 5)  # whatever order the engine used

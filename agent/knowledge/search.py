@@ -156,20 +156,34 @@ async def search(
                     models.Prefetch(query=sparse_vec, using=SPARSE, limit=prefetch_limit, filter=flt),
                 ],
                 query=fusion(query),
-                limit=top_k,
+                limit=top_k + TIE_SLACK,
                 with_payload=True,
                 with_vectors=[DENSE],
             )
         elif mode == "dense":
             points = await runtime.store.query_points(
-                name, query=dense_vec, using=DENSE, query_filter=flt, limit=top_k, with_payload=True, with_vectors=[DENSE]
+                name, query=dense_vec, using=DENSE, query_filter=flt, limit=top_k + TIE_SLACK, with_payload=True,
+                with_vectors=[DENSE]
             )
         else:
             points = await runtime.store.query_points(
-                name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=top_k, with_payload=True
+                name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=top_k + TIE_SLACK, with_payload=True
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
     if not points and not flt and await runtime.store.count(name) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
-    return [_passage(p, dense_vec) for p in points]
+    return ranked([_passage(p, dense_vec) for p in points], top_k)
+
+
+# Fused scores tie often (RRF scores are sums of a few 1/(k + rank) terms) and the engine orders
+# ties differently from run to run: the same question could get a different answer, and an
+# eval a different score. A few more results are fetched, ties are broken by the dense
+# similarity, then by document and chunk, and the list is cut to top_k.
+TIE_SLACK = 5
+
+
+def ranked(passages: list[Passage], top_k: int) -> list[Passage]:
+    """`passages` in a reproducible order: score, then dense similarity, then document and chunk."""
+    key = lambda p: (-p.score, -(p.dense_score if p.dense_score is not None else -1.0), p.source, p.chunk_index)  # noqa: E731
+    return sorted(passages, key=key)[:top_k]
