@@ -106,7 +106,7 @@ def test_plain_prose_without_headings_is_chunked():
 
 def test_tokens_keep_amounts_codes_and_pairs():
     toks = tokens("Family of 5 must earn under $4,106; see TX3C and HB 59 (call 800-735-2989).", "en")
-    for expected in ["4,106", "4106", "tx3c", "hb", "59", "hb_59", "800-735-2989", "famili"]:
+    for expected in ["4,106", "4106", "tx3c", "hb", "59", "hb59", "800-735-2989", "famili"]:
         assert expected in toks, expected
     assert "of" not in toks and "and" not in toks
 

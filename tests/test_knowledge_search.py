@@ -145,3 +145,22 @@ def test_tied_fused_scores_are_ordered_by_dense_similarity_then_document_so_answ
     order = [(x.source, x.chunk_index) for x in ranked(engine_order, 5)]
     assert order == [("a.md", 0), ("c.md", 0), ("b.md", 0), ("d.md", 1), ("d.md", 2)]
     assert ranked(list(reversed(engine_order)), 5) == ranked(engine_order, 5)  # whatever order the engine used
+
+
+async def test_the_shorthand_in_a_file_name_finds_the_document_that_spells_it_out(settings, tmp_path):
+    """Staff type "BCY26" or "BCY 26"; the document says "Board Contract Year 2026" and only
+    its file name carries the shorthand, which BM25 indexes with every chunk."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "bcy-26-relative-care.md").write_text(
+        "# Relative care payments\n\nFor Board Contract Year 2026 relative child care is paid at a reduced rate.\n",
+        encoding="utf-8")
+    (kb / "bcy25-relative-care.md").write_text(
+        "# Relative care payments\n\nFor Board Contract Year 2025 relative child care is paid at a reduced rate.\n",
+        encoding="utf-8")
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb])
+        for query in ("BCY26 relative care rate", "bcy 26 relative care rate", "BCY-26 relative care"):
+            passages = await search(rt, query, top_k=2, mode="sparse")
+            assert passages[0].source == "bcy-26-relative-care.md", (query, [p.source for p in passages])
+        assert (await search(rt, "BCY25 relative care rate", top_k=2, mode="sparse"))[0].source == "bcy25-relative-care.md"

@@ -25,7 +25,7 @@ from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge.embed_cache import embed_with_cache, open_cache, text_hash
 from agent.knowledge.language import detect_language
 from agent.knowledge.loaders import SUPPORTED_SUFFIXES, Document, LoadError, load_document
-from agent.knowledge.sparse import SPARSE_VERSION, bm25_document
+from agent.knowledge.sparse import SPARSE_VERSION, bm25_document, file_name_words
 from agent.knowledge.store import (
     DENSE,
     SPARSE,
@@ -170,7 +170,7 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
         points.append(
             models.PointStruct(
                 id=point_id(doc.source, chunk.chunk_index, content_hash),
-                vector={DENSE: vector, SPARSE: bm25_document(embed_text, lang)},
+                vector={DENSE: vector, SPARSE: bm25_document(f"{embed_text}\n{file_name_words(doc.source)}", lang)},
                 payload=payload,
             )
         )

@@ -6,7 +6,7 @@ unique term, so Qdrant's dot product with IDF applied is the BM25 score. Terms a
 
 Tokens are built for the staff's questions: amounts and codes survive whole ("$4,106" ->
 "4,106" and "4106", "TX3C", "800-735-2989", "6:00"), a short code followed by a number also
-yields a joined term ("HB 59" -> "hb_59"), accent-folded duplicates let "dias" match "días",
+yields a joined term ("HB 59" and "HB-59" -> "hb59", as "HB59" is written), accent-folded duplicates let "dias" match "días",
 Snowball stems (English, Spanish) let "drills" match "drill", and two adjacent words also
 yield their joined form ("child care" -> "childcare", "day care" -> "daycare"), so a compound
 written as one word or two finds the same passages — in any language, no word list.
@@ -26,7 +26,7 @@ from qdrant_client import models
 
 from agent.knowledge.language import _STOP, detect_language
 
-SPARSE_VERSION = 3
+SPARSE_VERSION = 4
 K1 = 1.2
 B = 0.75
 AVG_DOC_TERMS = 90.0  # mean index terms per chunk of the sample KB at chunk_chars=1200
@@ -94,12 +94,14 @@ def tokens(text: str, lang: str | None = None) -> list[str]:
             elif "-" in raw or "/" in raw:
                 out.extend(p for p in _SPLIT.split(raw) if p)  # ranges: "0-17" -> 0, 17
             if prev and prev.isalpha() and len(prev) <= 4:
-                out.append(f"{prev}_{raw}")
+                out.append(f"{prev}{raw}")  # "BCY 26" -> "bcy26", as staff also write it
             prev = raw
             continue
         parts = [p for p in _SPLIT.split(raw) if p] if _SPLIT.search(raw) else [raw]
         if len(parts) > 1 and any(ch.isdigit() for ch in raw):
             out.append(raw)  # codes like "b-3", "covid-19"
+            if len(parts) == 2 and parts[0].isalpha() and len(parts[0]) <= 4 and parts[1].isdigit():
+                out.append(parts[0] + parts[1])  # "bcy-26" -> "bcy26"
         for part in parts:
             if part in _STOPWORDS or (len(part) == 1 and not part.isdigit()):
                 prev = prev_word = None
@@ -125,6 +127,14 @@ def _vector(weights: dict[str, float]) -> models.SparseVector:
         merged[idx] = max(merged.get(idx, 0.0), weight)
     indices = sorted(merged)
     return models.SparseVector(indices=indices, values=[merged[i] for i in indices])
+
+
+def file_name_words(source: str) -> str:
+    """The words of a document's file name ("bcy26-board-max-rates-qa.md" -> "bcy26 board max
+    rates qa"): organisations name files with the shorthand staff type ("BCY26"), while the
+    text spells it out ("Board Contract Year 2026"), so BM25 indexes them with every chunk."""
+    stem = source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return " ".join(re.split(r"[-_.\s]+", stem)).strip()
 
 
 def bm25_document(text: str, lang: str | None = None) -> models.SparseVector:
