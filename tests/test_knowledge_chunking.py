@@ -111,6 +111,17 @@ def test_tokens_keep_amounts_codes_and_pairs():
     assert "of" not in toks and "and" not in toks
 
 
+def test_a_code_is_one_term_however_it_is_written_and_a_year_code_also_in_its_short_form():
+    """"BCY26", "BCY 26" and "bcy-26" are one term; "BCY2025" / "FY 2024" also match "BCY25" /
+    "FY24", the way contract and fiscal years are abbreviated."""
+    for written in ("BCY26", "BCY 26", "bcy-26"):
+        assert "bcy26" in tokens(f"{written} rates", "en"), written
+    for long, short in (("BCY2025 chart", "bcy25"), ("bcy 2025", "bcy25"), ("FY-2024 report", "fy24")):
+        assert short in tokens(long, "en"), long
+    assert "hb12" not in tokens("HB 5912", "en")  # not a year: no short form
+    assert "covid19" not in tokens("covid-19", "en")  # a word, not a short code
+
+
 def test_tokens_fold_accents_and_stem_spanish():
     toks = tokens("Los cambios se reportan en 14 días calendario", "es")
     assert {"cambi", "report", "14", "calendari"} <= set(toks) and "los" not in toks

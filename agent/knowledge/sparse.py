@@ -26,7 +26,7 @@ from qdrant_client import models
 
 from agent.knowledge.language import _STOP, detect_language
 
-SPARSE_VERSION = 4
+SPARSE_VERSION = 5
 K1 = 1.2
 B = 0.75
 AVG_DOC_TERMS = 90.0  # mean index terms per chunk of the sample KB at chunk_chars=1200
@@ -58,6 +58,16 @@ def _fold(term: str) -> str:
 def _stem(word: str, lang: str) -> str:
     stemmer = _STEMMERS.get(lang)
     return stemmer.stemWord(word) if stemmer else word
+
+
+_CODE_YEAR = re.compile(r"([a-z]{1,4})(?:19|20)(\d\d)")
+
+
+def _code_forms(code: str) -> list[str]:
+    """A code with a four-digit year also as its two-digit form ("bcy2025" -> "bcy25", "fy2024"
+    -> "fy24"), the way fiscal and contract years are abbreviated."""
+    m = _CODE_YEAR.fullmatch(code)
+    return [code, m.group(1) + m.group(2)] if m else [code]
 
 
 def _word_terms(word: str, lang: str) -> list[str]:
@@ -94,19 +104,21 @@ def tokens(text: str, lang: str | None = None) -> list[str]:
             elif "-" in raw or "/" in raw:
                 out.extend(p for p in _SPLIT.split(raw) if p)  # ranges: "0-17" -> 0, 17
             if prev and prev.isalpha() and len(prev) <= 4:
-                out.append(f"{prev}{raw}")  # "BCY 26" -> "bcy26", as staff also write it
+                out.extend(_code_forms(f"{prev}{raw}"))  # "BCY 26" -> "bcy26", as staff also write it
             prev = raw
             continue
         parts = [p for p in _SPLIT.split(raw) if p] if _SPLIT.search(raw) else [raw]
         if len(parts) > 1 and any(ch.isdigit() for ch in raw):
             out.append(raw)  # codes like "b-3", "covid-19"
             if len(parts) == 2 and parts[0].isalpha() and len(parts[0]) <= 4 and parts[1].isdigit():
-                out.append(parts[0] + parts[1])  # "bcy-26" -> "bcy26"
+                out.extend(_code_forms(parts[0] + parts[1]))  # "bcy-26" -> "bcy26"
         for part in parts:
             if part in _STOPWORDS or (len(part) == 1 and not part.isdigit()):
                 prev = prev_word = None
                 continue
             out.extend(_word_terms(part, lang))
+            if not part.isalpha():
+                out.extend(_code_forms(part)[1:])  # "bcy2025" also as "bcy25"
             if (prev_word and part.isalpha() and len(part) >= COMPOUND_PART
                     and len(prev_word) + len(part) <= COMPOUND_MAX):
                 out.extend(_word_terms(prev_word + part, lang))  # "day care" also indexes "daycare"
