@@ -38,6 +38,8 @@ from typing import Any, Callable, Coroutine
 
 from aiohttp import web
 
+from bot.teams.stream_refusals import quiet_stream_refusals
+
 log = logging.getLogger("askdesk.teams")
 
 MESSAGES_PATH = "/api/messages"
@@ -151,6 +153,7 @@ class TeamsListener:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._switch_interval: float | None = None  # the interpreter's, restored on stop
+        self._restore_handler: Callable[[], None] | None = None
 
     @property
     def port(self) -> int:
@@ -162,6 +165,8 @@ class TeamsListener:
 
     async def start(self) -> None:
         self._adapter.main_loop = asyncio.get_running_loop()
+        if self._restore_handler is None:  # turns (and their streams) run on the main loop
+            self._restore_handler = quiet_stream_refusals(self._adapter.main_loop)
         if self._switch_interval is None:
             self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(SWITCH_INTERVAL, self._switch_interval))
@@ -191,4 +196,7 @@ class TeamsListener:
         if self._switch_interval is not None:
             sys.setswitchinterval(self._switch_interval)
             self._switch_interval = None
+        if self._restore_handler is not None:
+            self._restore_handler()
+            self._restore_handler = None
         self.sock.close()
