@@ -19,10 +19,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-# Words that name a place of service in any registry; a domain file adds its own.
-GENERIC_FACILITY_NOUNS = ("center", "centers", "centre", "centres", "facility", "facilities",
-                          "location", "locations", "site", "sites", "office", "offices", "branch", "branches")
-
+from agent.accents import fold
+from agent.facilities.words import shipped_words
 
 class Domain(BaseModel):
     """Parsed domain file (every field optional)."""
@@ -46,16 +44,22 @@ class Domain(BaseModel):
 
     @cached_property
     def facility_re(self) -> re.Pattern:
-        return _phrases_re([*GENERIC_FACILITY_NOUNS, *self.facility_nouns])  # type: ignore[return-value]
+        # the generic words of every registry (agent/data/facility_words.yaml) and the deployment's
+        return _phrases_re([*shipped_words().facility_nouns, *self.facility_nouns])  # type: ignore[return-value]
 
     def has_terms(self, text: str) -> bool:
-        return bool(self.terms_re and self.terms_re.search(text))
+        return bool(self.terms_re and self.terms_re.search(fold(text)))
+
+    def names_facility(self, text: str) -> bool:
+        """A generic or domain facility noun, with or without accents ("guarderias")."""
+        return bool(self.facility_re.search(fold(text)))
 
 
 def _phrases_re(phrases: list[str]) -> re.Pattern | None:
-    """Whole-word, case-insensitive alternation; a space in a phrase also matches '-' or nothing."""
+    """Whole-word, case-insensitive alternation of the accent-folded phrases (search folded
+    text with it); a space in a phrase also matches '-' or nothing."""
     parts = []
-    for phrase in sorted({p.strip() for p in phrases if p and p.strip()}, key=len, reverse=True):
+    for phrase in sorted({fold(p.strip()) for p in phrases if p and p.strip()}, key=len, reverse=True):
         words = [re.escape(w) for w in phrase.split()]
         parts.append(r"[\s-]?".join(words))
     if not parts:

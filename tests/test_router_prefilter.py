@@ -58,6 +58,26 @@ def test_knowledge_questions_with_facility_words_stay_knowledge():
     assert classify_rules("gulf coast board BCY25 - TRS3 center, infant FT daily rate?", [], TEXAS).route is None
 
 
+@pytest.mark.parametrize("text", [
+    "¿Cuánto paga TWC a una guardería en Houston por un bebé?",  # an amount, asked in Spanish
+    "¿qué requisitos tiene una guardería en Dallas para ser Texas Rising Star?",
+    "mức trợ cấp cho nhà trẻ ở Houston là bao nhiêu?",  # "how much", asked in Vietnamese
+    "how much does TWC pay a daycare in Houston for an infant?",
+])
+def test_a_question_for_the_documents_naming_a_place_is_not_a_facility_search_in_any_language(text):
+    assert classify_rules(text, [], TEXAS).route is None  # decided by meaning: the documents answer it
+
+
+@pytest.mark.parametrize("text", [
+    "guarderias en Austin que acepten bebes",  # typed without accents
+    "nha tre o Dallas nhan tre so sinh",  # Vietnamese without tone marks
+    "centros cerca del 78702",
+    "trung tâm ở Houston có đưa đón không",
+])
+def test_facility_searches_are_recognised_with_or_without_accents(text):
+    assert classify_rules(text, [], TEXAS).route == "facility"
+
+
 def test_similarity_floor_topic_verdict_and_protection():
     off = TopicVerdict(True, "topic score -0.05")
     on = TopicVerdict(False, "topic score +0.05")

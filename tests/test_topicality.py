@@ -62,6 +62,23 @@ async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_req
             await service.store.close()
 
 
+async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_misses(kb_settings):
+    from agent.evaluation import routes
+
+    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
+    items = [
+        {"id": "r1", "question": "guarderías en Houston que acepten bebés", "route": "facility"},
+        {"id": "r2", "question": "¿cuánto paga TWC a una guardería en Houston por un bebé?", "route": "knowledge"},
+        {"id": "r3", "question": "hola!", "route": "smalltalk"},
+        {"id": "r4", "question": "write me a limerick about my cat", "route": "knowledge"},  # expected wrongly
+    ]
+    async with open_runtime(settings) as rt:
+        result = await routes.evaluate(items, rt, top_k=5, eval_data={"routes": items})
+    assert result["n"] == 4 and result["accuracy"] == 0.75
+    assert result["failures"] == ["r4 (knowledge -> offtopic)"] and result["confusion"] == {"knowledge -> offtopic": 1}
+    assert "75% of 4 messages" in routes.render(result)
+
+
 def test_the_score_contrasts_knowledge_base_and_offtopic_examples():
     assert decide(kb=0.90, nearest_offtopic=0.83, coverage=None, margin=0.015)[0] is False
     refuse, score = decide(kb=0.82, nearest_offtopic=0.86, coverage=0.2, margin=0.015)

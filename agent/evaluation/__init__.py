@@ -17,7 +17,7 @@ import yaml
 
 from agent.runtime import Runtime
 
-SECTIONS = ["retrieval", "offtopic", "conversations", "facility"]
+SECTIONS = ["retrieval", "offtopic", "conversations", "facility", "routes"]
 
 
 def load_eval_file(path: Path) -> dict[str, Any]:

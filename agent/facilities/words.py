@@ -14,6 +14,8 @@ from importlib import resources
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from agent.accents import fold
+
 
 class FacilityWords(BaseModel):
     """Regular expressions per schema value, in the order the parser tries them."""
@@ -25,6 +27,9 @@ class FacilityWords(BaseModel):
     negation: list[str]
     filler: str
     place_markers: list[str]
+    facility_nouns: list[str]
+    knowledge_markers: list[str]
+    knowledge_symbols: list[str]
 
     def feature_patterns(self) -> list[tuple[str, str]]:
         return [("|".join(ps), flag) for flag, ps in self.features.items()]
@@ -36,8 +41,14 @@ class FacilityWords(BaseModel):
         return r"(?:(?P<neg>" + "|".join(self.negation) + r")[\s-]+)?"
 
     def place_marker_re(self) -> str:
-        """'<marker> <Capitalised Name>', the markers in any case."""
-        return r"\b(?i:" + "|".join(self.place_markers) + r") [A-Z][a-z]+(?: [A-Z][a-z]+)*\b"
+        """'<marker> <Capitalised Name>', the markers in any case (match it on folded text)."""
+        markers = "|".join(fold(m) for m in self.place_markers)
+        return r"\b(?i:" + markers + r") [A-Z][a-z]+(?: [A-Z][a-z]+)*\b"
+
+    def knowledge_marker_re(self) -> re.Pattern:
+        """A knowledge marker as whole words, or a symbol anywhere, on lower-cased accent-folded text."""
+        words = r"(?<!\w)(?:" + "|".join(fold(m) for m in self.knowledge_markers) + r")(?!\w)"
+        return re.compile("|".join([words, *(re.escape(s) for s in self.knowledge_symbols)]))
 
     def filler_words(self) -> frozenset[str]:
         return frozenset(self.filler.split())

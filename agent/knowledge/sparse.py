@@ -24,6 +24,7 @@ from functools import lru_cache
 import snowballstemmer
 from qdrant_client import models
 
+from agent.accents import fold
 from agent.knowledge.language import _STOP, detect_language
 
 SPARSE_VERSION = 5
@@ -48,12 +49,6 @@ COMPOUND_PART = 3
 COMPOUND_MAX = 10
 
 
-def _fold(term: str) -> str:
-    """Accent-fold ("días" -> "dias", "đ" -> "d")."""
-    decomposed = unicodedata.normalize("NFKD", term.replace("đ", "d"))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 @lru_cache(maxsize=200_000)
 def _stem(word: str, lang: str) -> str:
     stemmer = _STEMMERS.get(lang)
@@ -76,7 +71,7 @@ def _word_terms(word: str, lang: str) -> list[str]:
     One stem rather than surface + stem keeps vectors short: embedded Qdrant scores sparse
     vectors in Python, point by point, so every term costs search time."""
     term = _stem(word, lang if lang in _STEMMERS else "en") if word.isalpha() and len(word) > 3 else word
-    folded = _fold(term)
+    folded = fold(term)
     return [term] if folded == term else [term, folded]
 
 

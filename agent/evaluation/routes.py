@@ -1,0 +1,48 @@
+"""`routes` eval section: does each message take the route it should?
+
+Items: {id, question, route}, route one of knowledge / facility / offtopic / smalltalk /
+clarify. The point is the line between a question for the documents that names a place
+("how much does TWC pay a daycare in Houston?") and a search for facilities ("daycares in
+Houston that take infants"), in every language. Routing goes through the real router (the
+router model when one is configured, the LLM-free pre-filter otherwise), each message alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from agent.evaluation.routing import eval_service
+from agent.runtime import Runtime
+
+
+async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
+    service = eval_service(runtime)
+    failures: list[str] = []
+    confusion: Counter[str] = Counter()
+    try:
+        for item in items:
+            route = await service.router(None).route(str(item["question"]), [])
+            expected = str(item["route"])
+            if route.route != expected:
+                failures.append(f"{item['id']} ({expected} -> {route.route})")
+                confusion[f"{expected} -> {route.route}"] += 1
+    finally:
+        await service.store.close()
+    n = len(items)
+    return {
+        "accuracy": round((n - len(failures)) / n, 4) if n else 0.0,
+        "n": n,
+        "router": "model" if service.models.router is not None else "pre-filter",
+        "confusion": dict(confusion),
+        "failures": failures,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"routes: skipped ({result['skipped']})"
+    line = f"routes: {result['accuracy']:.0%} of {result['n']} messages take the expected route ({result['router']})"
+    if result["failures"]:
+        line += "\n  failures: " + ", ".join(result["failures"])
+    return line
