@@ -45,8 +45,8 @@ CROSS_LANGUAGE_SHIFT = 0.05
 THREAD_SHIFT = 0.03
 # ...and by this much more when it points back at the thread ("can the center kick that process
 # off themselves?"): its words are about what was said, not about the documents. Set on the
-# threads of examples/texas-childcare/eval/fresh4.yaml and 20 in-thread off-topic requests
-# (tests/test_topicality.py keeps three of them), never on held-out.
+# threads of examples/texas-childcare/eval/fresh4.yaml and the in-thread off-topic requests of
+# eval/thread_offtopic.yaml, never on held-out.
 REFERENCE_SHIFT = 0.03
 
 

@@ -71,12 +71,14 @@ async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_m
         {"id": "r2", "question": "¿cuánto paga TWC a una guardería en Houston por un bebé?", "route": "knowledge"},
         {"id": "r3", "question": "hola!", "route": "smalltalk"},
         {"id": "r4", "question": "write me a limerick about my cat", "route": "knowledge"},  # expected wrongly
+        {"id": "r5", "question": "can the center kick that process off themselves?", "route": "knowledge",
+         "thread": ["whats the most a provider can get paid for a kid w/ disabilities who needs extra staff?"]},
     ]
     async with open_runtime(settings) as rt:
         result = await routes.evaluate(items, rt, top_k=5, eval_data={"routes": items})
-    assert result["n"] == 4 and result["accuracy"] == 0.75
+    assert result["n"] == 5 and result["accuracy"] == 0.8  # r5 is answered because it is in its thread
     assert result["failures"] == ["r4 (knowledge -> offtopic)"] and result["confusion"] == {"knowledge -> offtopic": 1}
-    assert "75% of 4 messages" in routes.render(result)
+    assert "80% of 5 messages" in routes.render(result)
 
 
 def test_the_score_contrasts_knowledge_base_and_offtopic_examples():

@@ -1,10 +1,12 @@
 """`routes` eval section: does each message take the route it should?
 
-Items: {id, question, route}, route one of knowledge / facility / offtopic / smalltalk /
-clarify. The point is the line between a question for the documents that names a place
-("how much does TWC pay a daycare in Houston?") and a search for facilities ("daycares in
-Houston that take infants"), in every language. Routing goes through the real router (the
-router model when one is configured, the LLM-free pre-filter otherwise), each message alone.
+Items: {id, question, route, thread?}, route one of knowledge / facility / offtopic /
+smalltalk / clarify; `thread` (optional) lists the user's earlier messages in the same thread.
+The point is the lines the router draws: a question for the documents that names a place ("how
+much does TWC pay a daycare in Houston?") against a search for facilities ("daycares in Houston
+that take infants"), in every language, and inside a thread a follow-up against a new request
+to decline. Routing goes through the real router (the router model when one is configured, the
+LLM-free pre-filter otherwise).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from agent.evaluation.routing import eval_service
+from agent.messages import ChatMessage
 from agent.runtime import Runtime
 
 
@@ -22,7 +25,8 @@ async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data
     confusion: Counter[str] = Counter()
     try:
         for item in items:
-            route = await service.router(None).route(str(item["question"]), [])
+            thread = [ChatMessage(role="user", content=str(m)) for m in item.get("thread") or []]
+            route = await service.router(None).route(str(item["question"]), thread)
             expected = str(item["route"])
             if route.route != expected:
                 failures.append(f"{item['id']} ({expected} -> {route.route})")
