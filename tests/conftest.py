@@ -91,8 +91,13 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_unconfigure(config):
     """Python joins every non-daemon thread before it exits: one a test leaked (an unclosed
-    SQLite connection's worker, a server thread) would hang the run with all tests done."""
-    leaked = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    SQLite connection's worker, a server thread) would hang the run with all tests done.
+    Idle thread-pool workers are not counted: Python's own exit hook stops those."""
+    from concurrent.futures import thread as pool_threads
+
+    pooled = set(getattr(pool_threads, "_threads_queues", {}))
+    leaked = [t for t in threading.enumerate()
+              if t is not threading.main_thread() and not t.daemon and t not in pooled]
     for thread in leaked:
         thread.join(timeout=10)
     leaked = [t for t in leaked if t.is_alive()]
