@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import math
 import os
@@ -42,6 +41,7 @@ from agent.config import Settings  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.service import Askdesk  # noqa: E402
 from tests.fakes import FakeLLMServer  # noqa: E402
+from tests.fakes.screen import Screen  # noqa: E402
 from tests.fakes.slack_api import FakeSlackAPI, SlackHarness  # noqa: E402
 
 KB_DOC = ROOT / "examples" / "texas-childcare" / "kb" / "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
@@ -175,16 +175,6 @@ async def bench_teams(data: Path, runtime: Runtime, llm: FakeLLMServer, rounds: 
 
 
 # --------------------------------------------------------------------------- terminal
-
-
-class Screen(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[tuple[float, str]] = []
-
-    def write(self, text: str) -> int:
-        self.writes.append((time.monotonic(), text))
-        return super().write(text)
 
 
 async def bench_terminal(data: Path, runtime: Runtime, llm: FakeLLMServer, rounds: int) -> dict[str, list[dict]]:

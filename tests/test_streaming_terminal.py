@@ -3,33 +3,17 @@
 
 from __future__ import annotations
 
-import io
 import json
-import time
 
 from rich.console import Console
 
 from agent.config import Settings
 from agent.service import Askdesk
 from bot.commands import chat
+from tests.fakes.screen import Screen
 from tests.test_cli_chat import DOC, data_dir, kb_data  # noqa: F401  (fixtures)
 
 ANSWER = " ".join(f"Point {i}: a family of {i + 2} qualifies below the listed monthly income." for i in range(6))
-
-
-class Screen(io.StringIO):
-    """A terminal that remembers when each piece of text was written."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[tuple[float, str]] = []
-
-    def write(self, text: str) -> int:
-        self.writes.append((time.monotonic(), text))
-        return super().write(text)
-
-    def first(self, needle: str) -> float:
-        return next(at for at, text in self.writes if needle in text)
 
 
 def final_step(answer: str) -> dict:

@@ -183,7 +183,10 @@ async def search(
 TIE_SLACK = 5
 
 
+def _tie_order(p: Passage) -> tuple[float, float, str, int]:
+    return -p.score, -(p.dense_score if p.dense_score is not None else -1.0), p.source, p.chunk_index
+
+
 def ranked(passages: list[Passage], top_k: int) -> list[Passage]:
     """`passages` in a reproducible order: score, then dense similarity, then document and chunk."""
-    key = lambda p: (-p.score, -(p.dense_score if p.dense_score is not None else -1.0), p.source, p.chunk_index)  # noqa: E731
-    return sorted(passages, key=key)[:top_k]
+    return sorted(passages, key=_tie_order)[:top_k]
