@@ -30,6 +30,7 @@ class ToolResult(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     weak_evidence: bool = False
     facilities: list[FacilityHit] = Field(default_factory=list)
+    data: Any = None  # what a capability's tool found, in the capability's own type (only it reads it)
 
 
 ToolFn = Callable[[BaseModel], Awaitable[ToolResult]]

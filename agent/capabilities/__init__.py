@@ -1,0 +1,1 @@
+"""Capabilities: the knowledge base and each declared registry, as plug-ins (base.py)."""
