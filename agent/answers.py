@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.references import Reference
-from agent.steps import RouteName
+from agent.turn.steps import RouteName
 
 Surface = Literal["cli", "slack", "teams", "eval", "bench"]
 

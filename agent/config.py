@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     compatible_mode: str = Field("json", description="How `compatible/` and `ollama/` models return structure: json (response_format JSON, works on most servers) | tools (function calling) | md_json (JSON in a fenced block).")
     llm_timeout: float = Field(30.0, description="Seconds per model call before it counts as failed.")
     llm_max_retries: int = Field(2, description="Retries per model call (transport errors, 429/5xx, invalid JSON).")
+    llm_backoff_initial: float = Field(0.5, description="Seconds before the first retry of a failed model request; doubled per retry.")
+    llm_backoff_max: float = Field(8.0, description="Longest wait between two retries of a model request.")
+    llm_retry_after_cap: float = Field(20.0, description="Longest Retry-After (429/503) askdesk waits for; a longer one moves on to the next model at once.")
     max_iterations: int = Field(3, description="Agent model calls per turn, at most.")
     turn_timeout: float = Field(
         20.0,
@@ -89,7 +92,7 @@ class Settings(BaseSettings):
     assistant_domain: str | None = Field(
         None,
         description="What the organisation's documents are about, for the router and agent models; unset = the domain "
-        "file's `description`, else derived from the knowledge base's titles (agent/identity.py).",
+        "file's `description`, else derived from the knowledge base's titles (agent/understanding/identity.py).",
     )
     assistant_capabilities: str | None = Field(
         None,

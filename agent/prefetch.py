@@ -19,11 +19,11 @@ from typing import Any
 from agent.facilities.extraction import fill_unplaced
 from agent.facilities.query_parser import parse_with_registry
 from agent.knowledge.search import KnowledgeBaseUnavailable
-from agent.loop import Prefetched, ProgressFn
+from agent.turn.loop import Prefetched, ProgressFn
 from agent.prompts import PromptSet
 from agent.providers.base import Model
 from agent.runtime import Runtime
-from agent.steps import RouteName
+from agent.turn.steps import RouteName
 from agent.tools.base import ToolRegistry, ToolResult
 from agent.tools.formatted_context import MAX_TOP_K, get_formatted_context
 from agent.tracing import NOOP, Span

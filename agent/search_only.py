@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.answers import AnswerResult
-from agent.loop import Prefetched
+from agent.turn.loop import Prefetched
 from agent.prompts import PromptSet
 from agent.tools.base import ToolResult
 

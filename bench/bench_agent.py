@@ -40,11 +40,11 @@ from bench.openai_stub import OpenAIStub
 import agent.tools.formatted_context as formatted_context
 from agent.config import Settings
 from agent.knowledge.ingest import ingest
-from agent.memory import SQLiteConversationStore
+from agent.state.memory import SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.providers.function import FunctionModel
 from agent.runtime import Runtime
-from agent.service import Askdesk, AskRequest, ServiceModels
+from agent.turn.service import Askdesk, AskRequest, ServiceModels
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -87,9 +87,9 @@ def _classify(result: Any) -> str:
 async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
     from agent.config import Settings
     from agent.knowledge.ingest import ingest
-    from agent.memory import MemoryConversationStore
+    from agent.state.memory import MemoryConversationStore
     from agent.runtime import Runtime
-    from agent.service import Askdesk, AskRequest
+    from agent.turn.service import Askdesk, AskRequest
 
     fake = _fake_server_module()
     runtime = Runtime.open(Settings(data_dir=data_dir))

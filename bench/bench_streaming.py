@@ -39,7 +39,7 @@ from rich.console import Console  # noqa: E402
 
 from agent.config import Settings  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
-from agent.service import Askdesk  # noqa: E402
+from agent.turn.service import Askdesk  # noqa: E402
 from tests.fakes import FakeLLMServer  # noqa: E402
 from tests.fakes.screen import Screen  # noqa: E402
 from tests.fakes.slack_api import FakeSlackAPI, SlackHarness  # noqa: E402

@@ -136,7 +136,7 @@ class AskPath:
         self.service = service
 
     async def time(self, text: str, thread: str) -> float:
-        from agent.service import AskRequest
+        from agent.turn.service import AskRequest
 
         async def progress(_: str) -> None:
             return None
@@ -210,7 +210,7 @@ async def bench_overhead(ask: AskPath, teams: TeamsPath, questions: list[str],
 
 async def in_process_overhead(connector: FakeTeamsConnector, questions: list[str]) -> dict[str, list[float]]:
     """One Askdesk; the real Teams app over it on a local port; ask and Teams interleaved."""
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
     from bot.teams.app import build_teams_bot
     from bot.teams.credentials import TeamsAuth
     from bot.teams.server import TeamsListener, bind

@@ -1,4 +1,4 @@
-"""Start-up and per-message cost of the off-topic check (agent/topicality.py).
+"""Start-up and per-message cost of the off-topic check (agent/understanding/gate.py).
 
     .venv/bin/python bench/bench_topicality.py [--data-dir bench/results/topicality] [--repeat 3]
 
@@ -22,9 +22,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
-import agent.topicality as topicality  # noqa: E402
+import agent.understanding.gate as topicality  # noqa: E402
 from agent.config import Settings  # noqa: E402
-from agent.domain import load_domain  # noqa: E402
+from agent.understanding.domain import load_domain  # noqa: E402
 from agent.knowledge import vocabulary as vocab_mod  # noqa: E402
 from agent.knowledge.embed_cache import CACHE_FILE, SEED_FILE, EmbeddingCache  # noqa: E402
 from agent.knowledge.ingest import ingest  # noqa: E402

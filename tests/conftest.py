@@ -137,16 +137,20 @@ def settings(tmp_path) -> Settings:
 # --- fake LLM server (providers issue) -------------------------------------------------
 
 
+FAST_BACKOFF = {"ASKDESK_LLM_BACKOFF_INITIAL": "0.001", "ASKDESK_LLM_BACKOFF_MAX": "0.01",
+                "ASKDESK_LLM_RETRY_AFTER_CAP": "0.05"}
+
+
 @pytest.fixture
 def llm_server(monkeypatch):
     """A started `tests.fakes.FakeLLMServer` with every provider's env vars pointing at it
     and transport backoff shrunk to milliseconds. At teardown it fails the test when a
     scripted reply went unused or a request found nothing scripted; set
     `llm_server.check_complete = False` in a test that expects leftovers."""
-    from agent.providers import retry
     from tests.fakes import FakeLLMServer
 
-    monkeypatch.setattr(retry, "BACKOFF", retry.Backoff(initial=0.001, maximum=0.01, retry_after_cap=0.05))
+    for name, value in FAST_BACKOFF.items():  # providers read their retry policy from settings
+        monkeypatch.setenv(name, value)
     with FakeLLMServer() as srv:
         for name, value in srv.env().items():
             monkeypatch.setenv(name, value)

@@ -12,13 +12,13 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from agent.loop import Prefetched, resolve_references, run_agent
+from agent.turn.loop import Prefetched, resolve_references, run_agent
 from agent.messages import ChatMessage
 from agent.prompts import default_prompts
 from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
 from agent.references import Reference
-from agent.steps import AgentStep, Citation
+from agent.turn.steps import AgentStep, Citation
 from agent.tools.base import Tool, ToolRegistry, ToolResult
 
 

@@ -16,10 +16,10 @@ import yaml
 from typer.testing import CliRunner
 
 from agent.config import Settings
-from agent.memory import MemoryConversationStore, SQLiteConversationStore
+from agent.state.memory import MemoryConversationStore, SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
-from agent.service import Askdesk, AskRequest
+from agent.turn.service import Askdesk, AskRequest
 from tests.conftest import REPO, SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
@@ -340,7 +340,7 @@ def test_cli_demo_without_a_terminal_loads_the_data_and_answers_two_questions(tm
 
 async def test_an_unexpected_error_gives_an_apology_and_logs_no_message_text(kb, tmp_path, caplog):
     from agent.providers.function import FunctionModel
-    from agent.service import ServiceModels
+    from agent.turn.service import ServiceModels
 
     def exploding(messages, response_model):
         raise RuntimeError(f"bug while handling {messages[-1].content!r}")
@@ -374,7 +374,7 @@ def extraction_model(reply):
     """A router model that answers the facility extraction with `reply` (and routes by the rules)."""
     from agent.facilities.schema import FacilitySearchArgs
     from agent.providers.function import FunctionModel
-    from agent.steps import RouterDecision
+    from agent.turn.steps import RouterDecision
 
     def answer(messages, response_model):
         if response_model is FacilitySearchArgs:
@@ -386,7 +386,7 @@ def extraction_model(reply):
 
 
 def service_with_router(kb, tmp_path, router) -> Askdesk:
-    from agent.service import ServiceModels
+    from agent.turn.service import ServiceModels
 
     return Askdesk(Settings(data_dir=tmp_path / "svc"), kb, store=MemoryConversationStore(),
                    models=ServiceModels(router=router, agent=None, notice="search only"))

@@ -11,10 +11,10 @@ import time
 import pytest
 from aiohttp import web
 
-from agent.loop import run_agent
-from agent.memory import MemoryConversationStore
+from agent.turn.loop import run_agent
+from agent.state.memory import MemoryConversationStore
 from agent.prompts import default_prompts
-from agent.service import Askdesk, AskRequest, ServiceModels
+from agent.turn.service import Askdesk, AskRequest, ServiceModels
 from agent.tracing import NOOP, Tracer, redact
 from tests.test_agent_loop import ScriptedModel, final, make_registry, tool_calls
 

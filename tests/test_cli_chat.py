@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import Settings
-from agent.memory import SQLiteConversationStore
+from agent.state.memory import SQLiteConversationStore
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_KB, seed_embeddings
 

@@ -9,8 +9,8 @@ import yaml
 
 from agent.evaluation import conversations
 from agent.messages import ChatMessage
-from agent.prefilter import heuristic_rewrite, own_terms
-from agent.router import context_weight
+from agent.understanding.wording import heuristic_rewrite, own_terms
+from agent.understanding.router import context_weight
 from tests.conftest import REPO
 from tests.knowledge_fixtures import open_runtime
 

@@ -11,9 +11,9 @@ import logging
 import pytest
 
 from agent.config import Settings
-from agent.memory import MemoryConversationStore
+from agent.state.memory import MemoryConversationStore
 from agent.runtime import Runtime
-from agent.service import Askdesk, AskRequest
+from agent.turn.service import Askdesk, AskRequest
 from tests.fakes.llm_server import Raw, fault
 
 MARKER = "ZQX-7431-private"

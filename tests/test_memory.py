@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.memory import SQLiteConversationStore, trim_history
+from agent.state.memory import SQLiteConversationStore, trim_history
 from agent.messages import ChatMessage
 
 

@@ -10,9 +10,9 @@ import stat
 import pytest
 
 from agent.config import Settings
-from agent.feedback import Feedback, FeedbackStore
+from agent.state.feedback import Feedback, FeedbackStore
 from agent.knowledge.embed_cache import CACHE_FILE, EmbeddingCache
-from agent.memory import SQLiteConversationStore
+from agent.state.memory import SQLiteConversationStore
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.prompts import REQUIRED, PromptError, default_prompts, load_prompts
-from agent.service import Askdesk
+from agent.turn.service import Askdesk
 
 GOOD = """
 name: router

@@ -11,7 +11,7 @@ import pytest
 
 from agent.deadline import deadline
 from agent.messages import ChatMessage
-from agent.providers import retry
+from tests.conftest import FAST_BACKOFF
 from agent.providers.base import ProviderError
 from agent.providers.chain import ModelChain
 from tests.fakes.llm_models import FINAL, Step
@@ -40,7 +40,8 @@ async def test_empty_choices_move_to_the_next_model_at_once(llm_server, provider
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 async def test_long_retry_after_falls_back_without_waiting(llm_server, monkeypatch, provider):
     """Before: Retry-After: 3600 was waited for (capped at 20 s) twice — 40 s — then fell back."""
-    monkeypatch.setattr(retry, "BACKOFF", retry.Backoff())  # the production waits
+    for name in FAST_BACKOFF:  # the production waits
+        monkeypatch.delenv(name)
     llm_server.script_fault(provider, "retry_after_long")
     llm_server.script(NEXT[provider], FINAL)
     completion = await _chain(provider, max_retries=2).complete(MESSAGES, Step)
@@ -49,7 +50,8 @@ async def test_long_retry_after_falls_back_without_waiting(llm_server, monkeypat
 
 
 async def test_retry_after_beyond_the_deadline_falls_back_at_once(llm_server, monkeypatch):
-    monkeypatch.setattr(retry, "BACKOFF", retry.Backoff())
+    for name in FAST_BACKOFF:
+        monkeypatch.delenv(name)
     llm_server.script_error("openai", 429, headers={"retry-after": "8"})  # under the cap, over the budget
     llm_server.script("gemini", FINAL)
     with deadline(5.0):

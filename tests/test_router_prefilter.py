@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agent.domain import load_domain
+from agent.understanding.domain import load_domain
 from agent.messages import ChatMessage
-from agent.prefilter import classify_rules, classify_similarity, heuristic_rewrite, is_followup, looks_like_facility_search
-from agent.topicality import TopicVerdict
+from agent.understanding.wording import classify_rules, classify_similarity, heuristic_rewrite, is_followup, looks_like_facility_search
+from agent.understanding.gate import TopicVerdict
 from agent.prompts import default_prompts
 from agent.knowledge.search import Passage
 from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
-from agent.router import Router
+from agent.understanding.router import Router
 from agent.tools.base import ToolResult
 from tests.conftest import DEV_EVAL, REPO
 
@@ -28,7 +28,7 @@ def user(text: str) -> ChatMessage:
 
 @pytest.mark.parametrize("item", DEV["retrieval"] + DEV["offtopic"], ids=lambda i: i["id"])
 def test_wording_rules_never_refuse(item):
-    """Refusal is decided by meaning (agent/topicality.py), never by a word list."""
+    """Refusal is decided by meaning (agent/understanding/gate.py), never by a word list."""
     assert classify_rules(item["question"], [], TEXAS).route in (None, "knowledge")
 
 
@@ -146,7 +146,7 @@ def prompts_of(model: ScriptedModel) -> list[str]:
 
 
 class ScriptedJudge:
-    """Stands in for agent.topicality.TopicCheck (which needs an embedder and a knowledge base)."""
+    """Stands in for agent.understanding.gate.TopicCheck (which needs an embedder and a knowledge base)."""
 
     def __init__(self, offtopic: set[str] = frozenset(), protected: set[str] = frozenset()):
         self.offtopic, self._protected, self.judged, self.refers = offtopic, protected, [], []

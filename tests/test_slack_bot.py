@@ -14,9 +14,9 @@ from urllib.parse import urlencode
 import pytest
 
 from agent.config import Settings
-from agent.feedback import FeedbackStore
+from agent.state.feedback import FeedbackStore
 from agent.runtime import Runtime
-from agent.service import Askdesk
+from agent.turn.service import Askdesk
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, FakeSlackAPI, SlackHarness, message_event, signed_headers
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agent.feedback import Feedback, FeedbackStore
+from agent.state.feedback import Feedback, FeedbackStore
 from agent.references import Reference
 from bot.slack import blocks
 from bot.dedupe import Deduper

@@ -15,7 +15,7 @@ from agent.config import Settings
 from agent.knowledge.ingest import ingest
 from agent.knowledge.search import search
 from agent.runtime import Runtime
-from agent.service import Askdesk, AskRequest
+from agent.turn.service import Askdesk, AskRequest
 from bot.admin import SOCKET_NAME
 from bot.commands.serve import start_admin_channel
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from agent.answer_stream import AnswerText, answer_so_far
-from agent.citations import Citations, MarkerFilter
+from agent.turn.answer_stream import AnswerText, answer_so_far
+from agent.turn.citations import Citations, MarkerFilter
 from agent.knowledge.search import Passage
 from agent.messages import ChatMessage
 from agent.providers.base import ProviderError
@@ -22,7 +22,7 @@ from agent.providers.groq import GroqProvider
 from agent.providers.openai import OpenAIProvider
 from agent.providers.streaming import StreamFailed
 from agent.references import Reference
-from agent.steps import AgentStep, FinalAnswer, ToolCalls
+from agent.turn.steps import AgentStep, FinalAnswer, ToolCalls
 from tests.fakes import Stream
 
 MESSAGES = [ChatMessage(role="system", content="Answer from documents."),
@@ -217,7 +217,7 @@ def test_reference_equality_in_cited():
 
 async def test_loop_numbers_documents_turn_wide_and_cites_only_what_tools_returned():
     """Through the loop with the shipped ScriptedModel (no stream method: the text arrives whole)."""
-    from agent.loop import Prefetched, run_agent
+    from agent.turn.loop import Prefetched, run_agent
     from agent.prompts import default_prompts
     from agent.providers.function import ScriptedModel
     from agent.tools.base import Tool, ToolRegistry, ToolResult

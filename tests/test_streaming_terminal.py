@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 
 from agent.config import Settings
-from agent.service import Askdesk
+from agent.turn.service import Askdesk
 from bot.commands import chat
 from tests.fakes.screen import Screen
 from tests.test_cli_chat import DOC, data_dir, kb_data  # noqa: F401  (fixtures)

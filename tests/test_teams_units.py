@@ -8,7 +8,7 @@ import asyncio
 from microsoft_teams.api import MessageActivity, MessageActivityInput
 
 from agent.references import Reference
-from agent.service import AnswerResult
+from agent.turn.service import AnswerResult
 from bot.teams.facility import facility_query
 from bot.teams.incoming import parse
 from bot.teams.render import answer_activity, used_markers

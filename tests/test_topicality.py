@@ -11,7 +11,7 @@ from agent.evaluation import offtopic
 from agent.evaluation.routing import eval_service
 from agent.knowledge.vocabulary import Vocabulary
 from agent.messages import ChatMessage
-from agent.topicality import decide, shipped_exemplars
+from agent.understanding.gate import decide, shipped_exemplars
 from tests.conftest import DEV_EVAL, REPO
 from tests.knowledge_fixtures import open_runtime
 

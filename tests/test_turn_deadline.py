@@ -11,9 +11,9 @@ import time
 import pytest
 
 from agent.config import Settings
-from agent.memory import MemoryConversationStore
+from agent.state.memory import MemoryConversationStore
 from agent.runtime import Runtime
-from agent.service import Askdesk, AskRequest
+from agent.turn.service import Askdesk, AskRequest
 
 QUESTION = "What is the maximum income for a family of 4 to be eligible for child care?"
 INCOME_DOC = "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"

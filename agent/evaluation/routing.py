@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agent.memory import MemoryConversationStore
+from agent.state.memory import MemoryConversationStore
 from agent.runtime import Runtime
 
 
 def eval_service(runtime: Runtime):
     """An Askdesk over `runtime` that keeps nothing on disk (routes with the configured models)."""
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
     return Askdesk(runtime.settings, runtime, store=MemoryConversationStore())
 

@@ -506,7 +506,7 @@ async def parse_with_registry(runtime, text: str, *, collection: str | None = No
     """Parse with the known places of the registry in `collection` (cached per process)."""
     from agent.facilities.places import known_places
 
-    from agent.domain import domain_path, load_domain
+    from agent.understanding.domain import domain_path, load_domain
 
     places = await known_places(runtime, collection)
     aliases = load_domain(domain_path(runtime.settings)).place_aliases

@@ -11,13 +11,17 @@ it got back.
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
 from agent.messages import ChatMessage
 
 T = TypeVar("T", bound=BaseModel)
+
+# Awaited with each partial output of a streamed call; returns True once something was shown.
+PartialFn = Callable[[Any], Awaitable[bool]]
 
 
 class Usage(BaseModel):
@@ -54,11 +58,13 @@ class ProviderError(RuntimeError):
     `retryable` tells the fallback chain whether another provider should try."""
 
     def __init__(self, message: str, *, provider: str = "", retryable: bool = True,
-                 attempts: list[Usage] | None = None):
+                 attempts: list[Usage] | None = None, shown: bool = False, same_provider: bool = True):
         super().__init__(message)
         self.provider = provider
         self.retryable = retryable
         self.attempts: list[Usage] = list(attempts or [])  # the failed calls, for the turn's count
+        self.shown = shown  # part of a streamed output reached the user before the failure
+        self.same_provider = same_provider  # False: retrying this provider will not help
 
 
 class ProviderConfigError(ProviderError):
@@ -83,15 +89,27 @@ def tool_result_text(message: ChatMessage) -> str:
     return f'<tool_result name="{message.name or "tool"}">\n{message.content}\n</tool_result>'
 
 
-@runtime_checkable
-class Model(Protocol):
-    """What the router and the agent loop call: one structured completion, fallbacks hidden."""
+class Model:
+    """What the router and the agent loop call: one structured completion, fallbacks hidden.
 
-    async def complete(self, messages: list[ChatMessage], response_model: type[T]) -> Completion[T]: ...
+    `complete` is the one method a model must have; `stream` has a default (complete, then
+    hand the whole output over as the only partial), so every model can be streamed from and
+    nothing probes for it. `ModelChain` streams token by token; test models use the default."""
+
+    async def complete(self, messages: list[ChatMessage], response_model: type[T]) -> Completion[T]:
+        raise NotImplementedError
+
+    async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
+                     on_interrupt: Callable[[ProviderError, bool], Awaitable[None]] | None = None) -> Completion[T]:
+        completion = await self.complete(messages, response_model)
+        await on_partial(completion.output)
+        return completion
 
 
 @runtime_checkable
 class Provider(Protocol):
+    """One provider SDK behind instructor; every provider module implements both calls."""
+
     name: str
 
     async def complete(
@@ -100,6 +118,17 @@ class Provider(Protocol):
         response_model: type[T],
         *,
         model: str,
+        max_retries: int = 2,
+        timeout: float = 30.0,
+    ) -> Completion[T]: ...
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        response_model: type[T],
+        *,
+        model: str,
+        on_partial: PartialFn,
         max_retries: int = 2,
         timeout: float = 30.0,
     ) -> Completion[T]: ...

@@ -40,6 +40,8 @@ from agent.messages import ChatMessage
 from agent.deadline import bounded, remaining
 from agent.providers.base import (
     Completion,
+    Model,
+    PartialFn,
     Provider,
     ProviderConfigError,
     ProviderError,
@@ -47,7 +49,6 @@ from agent.providers.base import (
     Usage,
 )
 from agent.providers.factory import parse_spec, resolve
-from agent.providers.streaming import PartialFn
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("askdesk.providers")
@@ -78,7 +79,7 @@ def _first_available(defaults: list[tuple[str, str]]) -> str | None:
     return next((spec for env, spec in defaults if os.environ.get(env)), None)
 
 
-class ModelChain:
+class ModelChain(Model):
     def __init__(self, specs: Sequence[str | None], *, timeout: float = 30.0, max_retries: int = 2,
                  settings: Settings | None = None):
         self.specs = list(dict.fromkeys(s for s in specs if s))  # ordered, no duplicates
@@ -141,16 +142,10 @@ class ModelChain:
     async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
                      on_interrupt: InterruptFn | None = None, timeout: float | None = None,
                      max_retries: int | None = None) -> Completion[T]:
-        """`complete`, streamed; a provider without `stream` answers whole (one partial: the output)."""
+        """`complete`, streamed token by token by every provider."""
         async def call(provider: Provider, model: str, timeout: float, max_retries: int) -> Completion[T]:
-            stream = getattr(provider, "stream", None)
-            if stream is None:
-                completion = await provider.complete(messages, response_model, model=model, max_retries=max_retries,
-                                                      timeout=timeout)
-                await on_partial(completion.output)
-                return completion
-            return await stream(messages, response_model, model=model, max_retries=max_retries, timeout=timeout,
-                                on_partial=on_partial)
+            return await provider.stream(messages, response_model, model=model, max_retries=max_retries,
+                                         timeout=timeout, on_partial=on_partial)
 
         return await self._first(call, timeout=timeout, max_retries=max_retries, on_interrupt=on_interrupt)
 
@@ -180,7 +175,7 @@ class ModelChain:
                 _log_failure(spec, exc)
                 if isinstance(exc, ProviderConfigError):
                     config = config or exc
-                if getattr(exc, "shown", False):
+                if exc.shown:
                     shown = True
                     if on_interrupt is not None:
                         await on_interrupt(exc, position + 1 < len(self._targets))
@@ -197,7 +192,7 @@ class ModelChain:
                                                        attempts=attempts)
         else:
             error = ProviderError(summary, provider=last.provider, retryable=True, attempts=attempts)
-        error.shown = shown  # type: ignore[attr-defined]
+        error.shown = shown
         raise error from last
 
 

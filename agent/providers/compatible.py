@@ -22,6 +22,7 @@ import openai
 from agent.config import Settings, load_settings
 from agent.providers.base import ProviderNotConfigured
 from agent.providers.openai import ChatCompletionsProvider
+from agent.providers.retry import Backoff
 
 MODES = {"json": instructor.Mode.JSON, "tools": instructor.Mode.TOOLS, "md_json": instructor.Mode.MD_JSON}
 OLLAMA_DEFAULT = "http://localhost:11434"
@@ -38,7 +39,7 @@ class CompatibleProvider(ChatCompletionsProvider):
     key_env = "ASKDESK_COMPATIBLE_API_KEY"
 
     def __init__(self, name: str = "compatible", *, base_url: str | None = None, api_key: str | None = None,
-                 mode: str | None = None, settings: Settings | None = None):
+                 mode: str | None = None, settings: Settings | None = None, backoff: Backoff | None = None):
         settings = settings or load_settings()
         self.name = name
         if name == "ollama":
@@ -57,4 +58,5 @@ class CompatibleProvider(ChatCompletionsProvider):
         client = openai.AsyncOpenAI(api_key=api_key or settings.compatible_api_key or "not-needed",
                                     base_url=base_url, max_retries=0)
         self.base_url = base_url
-        super().__init__(instructor.from_openai(client, mode=MODES[mode_name]), client)
+        super().__init__(instructor.from_openai(client, mode=MODES[mode_name]), client,
+                         backoff=backoff or Backoff.from_settings(settings))

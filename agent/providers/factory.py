@@ -12,31 +12,32 @@ from collections.abc import Callable, Iterable
 
 from agent.config import Settings
 from agent.providers.base import Provider, ProviderNotConfigured
+from agent.providers.retry import Backoff
 
 
 def _openai(settings: Settings | None) -> Provider:
     from agent.providers.openai import OpenAIProvider
 
-    return OpenAIProvider()
+    return OpenAIProvider(backoff=Backoff.from_settings(settings))
 
 
 def _groq(settings: Settings | None) -> Provider:
     from agent.providers.groq import GroqProvider
 
-    return GroqProvider()
+    return GroqProvider(backoff=Backoff.from_settings(settings))
 
 
 def _gemini(settings: Settings | None) -> Provider:
     from agent.providers.gemini import GeminiProvider
 
-    return GeminiProvider()
+    return GeminiProvider(backoff=Backoff.from_settings(settings))
 
 
 def _compatible(name: str) -> Callable[[Settings | None], Provider]:
     def build(settings: Settings | None) -> Provider:
         from agent.providers.compatible import CompatibleProvider
 
-        return CompatibleProvider(name, settings=settings)
+        return CompatibleProvider(name, settings=settings, backoff=Backoff.from_settings(settings))
 
     return build
 

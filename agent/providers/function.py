@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agent.messages import ChatMessage
-from agent.providers.base import Completion, Usage
+from agent.providers.base import Completion, Model, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -39,7 +39,7 @@ class ModelCall:
     usage: Usage | None = None  # set when the call answered
 
 
-class FunctionModel:
+class FunctionModel(Model):
     """A `Model` answering with `fn(messages, response_model)`; usage counts ~4 chars a token."""
 
     def __init__(self, fn: ModelFunction, *, name: str = "function") -> None:

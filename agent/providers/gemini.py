@@ -35,8 +35,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
-from agent.providers.retry import structured_call
-from agent.providers.streaming import PartialFn, streamed_call, tap
+from agent.providers.retry import Backoff, structured_call
+from agent.providers.base import PartialFn
+from agent.providers.streaming import streamed_call, tap
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -165,7 +166,9 @@ class GeminiProvider:
     name = "gemini"
     key_env = "GEMINI_API_KEY"
 
-    def __init__(self, *, api_key: str | None = None, base_url: str | None = None):
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
+                 backoff: Backoff | None = None):
+        self.backoff = backoff or Backoff.from_settings()
         self._api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not self._api_key:
             raise ProviderNotConfigured(
@@ -237,7 +240,8 @@ class GeminiProvider:
             return response_model.model_validate(dict(output)), raw
 
         return await structured_call(provider=self.name, model=model, max_retries=max_retries,
-                                     timeout=timeout, call=call, tokens_of=gemini_tokens, key_env=self.key_env)
+                                     timeout=timeout, call=call, tokens_of=gemini_tokens, key_env=self.key_env,
+                                     backoff=self.backoff)
 
     async def stream(
         self,
@@ -261,4 +265,4 @@ class GeminiProvider:
 
         return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
                                    open_stream=open_stream, response_model=response_model, on_partial=on_partial,
-                                   tokens_of=gemini_tokens, key_env=self.key_env)
+                                   tokens_of=gemini_tokens, key_env=self.key_env, backoff=self.backoff)

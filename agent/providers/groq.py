@@ -13,6 +13,7 @@ import instructor
 
 from agent.providers.base import ProviderNotConfigured
 from agent.providers.openai import ChatCompletionsProvider
+from agent.providers.retry import Backoff
 
 
 class GroqProvider(ChatCompletionsProvider):
@@ -21,10 +22,10 @@ class GroqProvider(ChatCompletionsProvider):
     stream_usage_option = False  # Groq puts usage in the last chunk's x_groq
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 mode: instructor.Mode = instructor.Mode.TOOLS):
+                 mode: instructor.Mode = instructor.Mode.TOOLS, backoff: Backoff | None = None):
         api_key = api_key or os.environ.get("GROQ_API_KEY")
         if not api_key:
             raise ProviderNotConfigured("Groq is not configured: set GROQ_API_KEY", provider="groq")
         client = groq.AsyncGroq(api_key=api_key, base_url=base_url or os.environ.get("GROQ_BASE_URL") or None,
                                 max_retries=0)
-        super().__init__(instructor.from_groq(client, mode=mode), client)
+        super().__init__(instructor.from_groq(client, mode=mode), client, backoff=backoff)

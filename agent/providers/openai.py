@@ -16,8 +16,9 @@ from pydantic import BaseModel
 
 from agent.messages import ChatMessage
 from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
-from agent.providers.retry import structured_call
-from agent.providers.streaming import PartialFn, streamed_call, tap
+from agent.providers.retry import Backoff, structured_call
+from agent.providers.base import PartialFn
+from agent.providers.streaming import streamed_call, tap
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -58,7 +59,9 @@ class ChatCompletionsProvider:
     # usage in `x_groq` instead and does not need it).
     stream_usage_option: bool = True
 
-    def __init__(self, client: instructor.AsyncInstructor, sdk_client: Any = None):
+    def __init__(self, client: instructor.AsyncInstructor, sdk_client: Any = None, *,
+                 backoff: Backoff | None = None):
+        self.backoff = backoff or Backoff.from_settings()
         self._client = client
         self._sdk_client = sdk_client
         self._stream_client: instructor.AsyncInstructor | None = None
@@ -96,7 +99,7 @@ class ChatCompletionsProvider:
             )
 
         return await structured_call(provider=self.name, model=model, max_retries=max_retries,
-                                     timeout=timeout, call=call, tokens_of=openai_tokens, key_env=self.key_env)
+                                     timeout=timeout, call=call, tokens_of=openai_tokens, key_env=self.key_env, backoff=self.backoff)
 
     async def stream(
         self,
@@ -120,7 +123,8 @@ class ChatCompletionsProvider:
 
         return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
                                    open_stream=open_stream, response_model=response_model, on_partial=on_partial,
-                                   tokens_of=openai_stream_tokens, key_env=self.key_env)
+                                   tokens_of=openai_stream_tokens, key_env=self.key_env,
+                                   backoff=self.backoff)
 
 
 class OpenAIProvider(ChatCompletionsProvider):
@@ -130,7 +134,7 @@ class OpenAIProvider(ChatCompletionsProvider):
     key_env = "OPENAI_API_KEY"
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 mode: instructor.Mode = instructor.Mode.TOOLS):
+                 mode: instructor.Mode = instructor.Mode.TOOLS, backoff: Backoff | None = None):
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             raise ProviderNotConfigured(
@@ -138,4 +142,4 @@ class OpenAIProvider(ChatCompletionsProvider):
                 provider="openai")
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
                                     max_retries=0)
-        super().__init__(instructor.from_openai(client, mode=mode), client)
+        super().__init__(instructor.from_openai(client, mode=mode), client, backoff=backoff)

@@ -40,17 +40,50 @@ T = TypeVar("T", bound=BaseModel)
 logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Backoff:
-    """Wait between transport retries; module-level so tests can shrink it."""
+    """How long to wait between transport retries (settings `llm_backoff_*`; tests shrink it)."""
 
     initial: float = 0.5  # first wait, doubled per retry
     maximum: float = 8.0  # cap of the exponential wait
     retry_after_cap: float = 20.0  # longest Retry-After we honour before giving up on waiting
     jitter: float = 0.25  # +- fraction of randomness
 
+    @classmethod
+    def from_settings(cls, settings: Any = None) -> "Backoff":
+        if settings is None:
+            from agent.config import load_settings
 
-BACKOFF = Backoff()
+            settings = load_settings()
+        return cls(initial=settings.llm_backoff_initial, maximum=settings.llm_backoff_max,
+                   retry_after_cap=settings.llm_retry_after_cap)
+
+    def wait(self, retry_state: Any) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.retry_after_cap)
+        base = min(self.initial * 2 ** (retry_state.attempt_number - 1), self.maximum)
+        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+
+    def stopper(self, attempts: int) -> Callable[[Any], bool]:
+        """Stop retrying on this provider when a retry cannot help in the time there is."""
+
+        def stop(retry_state: Any) -> bool:
+            if retry_state.attempt_number >= attempts:
+                return True
+            exc = retry_state.outcome.exception() if retry_state.outcome else None
+            if not getattr(exc, "same_provider", True):
+                return True
+            retry_after = getattr(exc, "retry_after", None)
+            if retry_after is not None and retry_after > self.retry_after_cap:
+                return True  # e.g. Retry-After: 3600 — waiting any part of it is wasted time
+            left = remaining()
+            wait = retry_after if retry_after is not None else self.initial * 2 ** (retry_state.attempt_number - 1)
+            return left is not None and wait >= left
+
+        return stop
+
 
 TRANSIENT_STATUS = {408, 409, 425, 429} | set(range(500, 600))
 
@@ -60,10 +93,9 @@ class TransientProviderError(ProviderError):
 
     def __init__(self, message: str, *, provider: str = "", status: int | None = None,
                  retry_after: float | None = None, same_provider: bool = True):
-        super().__init__(message, provider=provider, retryable=True)
+        super().__init__(message, provider=provider, retryable=True, same_provider=same_provider)
         self.status = status
         self.retry_after = retry_after
-        self.same_provider = same_provider  # False: retrying here will not help, move on
 
 
 # --------------------------------------------------------------------------- error mapping
@@ -183,34 +215,6 @@ def classify(exc: BaseException, *, provider: str, timeout: float, key_env: str 
 # --------------------------------------------------------------------------- the call
 
 
-def _wait(retry_state: Any) -> float:
-    exc = retry_state.outcome.exception() if retry_state.outcome else None
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None and retry_after >= 0:
-        return min(retry_after, BACKOFF.retry_after_cap)
-    base = min(BACKOFF.initial * 2 ** (retry_state.attempt_number - 1), BACKOFF.maximum)
-    return max(0.0, base * (1 + random.uniform(-BACKOFF.jitter, BACKOFF.jitter)))
-
-
-def _stopper(attempts: int) -> Callable[[Any], bool]:
-    """Stop retrying on this provider when a retry cannot help in the time there is."""
-
-    def stop(retry_state: Any) -> bool:
-        if retry_state.attempt_number >= attempts:
-            return True
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if not getattr(exc, "same_provider", True):
-            return True
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None and retry_after > BACKOFF.retry_after_cap:
-            return True  # e.g. Retry-After: 3600 — waiting any part of it is wasted time
-        left = remaining()
-        wait = retry_after if retry_after is not None else BACKOFF.initial * 2 ** (retry_state.attempt_number - 1)
-        return left is not None and wait >= left
-
-    return stop
-
-
 def _is_empty(response: Any) -> bool:
     for name in ("choices", "candidates"):  # OpenAI-style / Gemini
         if hasattr(response, name):
@@ -255,6 +259,7 @@ async def structured_call(
     call: Callable[[Hooks], Awaitable[tuple[T, Any]]],
     tokens_of: Callable[[Any], tuple[int, int]],
     key_env: str = "",
+    backoff: Backoff = Backoff(),
 ) -> Completion[T]:
     """Run `call(hooks)` (an instructor create_with_completion) with transport retries.
 
@@ -271,8 +276,8 @@ async def structured_call(
                      requests=meter.requests, error=error)
 
     retrying = AsyncRetrying(
-        stop=_stopper(attempts),
-        wait=_wait,
+        stop=backoff.stopper(attempts),
+        wait=backoff.wait,
         retry=retry_if_exception(lambda e: isinstance(e, TransientProviderError)),
         reraise=True,
     )

@@ -31,14 +31,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception
 
-from agent.providers.base import Completion, ProviderError, Usage
+from agent.providers.base import Completion, PartialFn, ProviderError, Usage
 from agent.deadline import bounded
-from agent.providers.retry import _stopper, _wait, classify
+from agent.providers.retry import Backoff, classify
 
 T = TypeVar("T", bound=BaseModel)
 
 # Awaited with each partial output; returns True once something reached the user.
-PartialFn = Callable[[Any], Awaitable[bool | None]]
+
 
 
 @dataclass
@@ -92,6 +92,7 @@ async def streamed_call(
     on_partial: PartialFn,
     tokens_of: Callable[[Any], tuple[int, int]],
     key_env: str = "",
+    backoff: Backoff = Backoff(),
 ) -> Completion[T]:
     meter = StreamMeter(tokens_of)
     started = time.perf_counter()
@@ -116,16 +117,15 @@ async def streamed_call(
                 if await on_partial(item):
                     shown = True
         if last is None:  # like an empty response: asking the same provider again will not help
-            error = ProviderError(f"{provider} ended the stream without output", provider=provider)
-            error.same_provider = False  # type: ignore[attr-defined]
-            raise error
+            raise ProviderError(f"{provider} ended the stream without output", provider=provider,
+                                same_provider=False)
         # the last partial is the whole output only when the JSON was complete and valid
         return response_model.model_validate(last.model_dump(warnings=False))
 
     def worth_retrying(exc: BaseException) -> bool:
         return not shown and isinstance(exc, ProviderError) and exc.retryable
 
-    retrying = AsyncRetrying(stop=_stopper(max(max_retries, 0) + 1), wait=_wait,
+    retrying = AsyncRetrying(stop=backoff.stopper(max(max_retries, 0) + 1), wait=backoff.wait,
                              retry=retry_if_exception(worth_retrying), reraise=True)
     token = _METER.set(meter)
     try:
@@ -142,7 +142,7 @@ async def streamed_call(
                     raise error from exc
     except ProviderError as err:
         err.attempts = [usage(str(err))]
-        err.shown = shown  # type: ignore[attr-defined]
+        err.shown = shown
         raise
     finally:
         _METER.reset(token)

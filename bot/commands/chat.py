@@ -51,7 +51,7 @@ def render_answer(console: Console, result, *, shown_notice: str | None = None, 
 
 
 async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -> int:
-    from agent.service import Askdesk, AskRequest
+    from agent.turn.service import Askdesk, AskRequest
 
     err = _console(stderr=True)
     service = Askdesk.create(settings)
@@ -104,7 +104,7 @@ async def _read_line(console: Console, prompt: str) -> str:
 
 async def _chat_loop(settings: Settings, thread: str, questions: list[str] | None = None, service=None) -> None:
     """Interactive chat; with `questions`, answers those and returns (non-interactive demo)."""
-    from agent.service import Askdesk, AskRequest
+    from agent.turn.service import Askdesk, AskRequest
 
     console = _console()
     own = service is None
@@ -177,7 +177,7 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
     if domain.is_file() and not settings.domain_file:
         # the demo's own words (other languages, facility nouns): later `askdesk ask/chat` on this
         # data dir find it there too
-        from agent.domain import DATA_DIR_FILE
+        from agent.understanding.domain import DATA_DIR_FILE
 
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         (settings.data_dir / DATA_DIR_FILE).write_bytes(domain.read_bytes())
@@ -191,7 +191,7 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
 
 async def _demo(settings: Settings, examples: Path, interactive: bool) -> None:
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
     console = _console()
     runtime = Runtime.open(settings)

@@ -166,7 +166,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
                     on_ready: Callable[[Served], Any] | None = None) -> None:
     """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
     from agent.store import StoreInUse
     from agent.store.lock import DirectoryLock
 

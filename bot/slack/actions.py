@@ -12,7 +12,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.feedback import Feedback, FeedbackStore
+from agent.state.feedback import Feedback, FeedbackStore
 from bot.slack.blocks import FACILITY_SHARE, FEEDBACK_DOWN, FEEDBACK_UP
 from bot.slack.commands import run_and_respond
 from bot.slack.reply import describe

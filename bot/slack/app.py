@@ -34,7 +34,7 @@ from bot.slack.services import Answering, SlackServices
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
 log = logging.getLogger("askdesk.slack")
 BOLT_LOGGER = "askdesk.slack.bolt"

@@ -21,7 +21,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.service import AnswerResult, AskRequest
+from agent.turn.service import AnswerResult, AskRequest
 from bot.slack.blocks import feedback_value
 from bot.slack.history import askers, mentions, strip_mention
 from bot.slack.reply import Reply, SayStream, SetStatus, describe

@@ -15,7 +15,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent.config import Settings
-from agent.feedback import FeedbackStore
+from agent.state.feedback import FeedbackStore
 from bot.cache import bounded
 from bot.dedupe import Deduper
 from bot.slack.history import ThreadHistory
@@ -24,7 +24,7 @@ from bot.slack.reply import Features
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
 NOTICE_TTL_S = 7 * 24 * 3600
 QUESTIONS_KEPT = 5000

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from httpx import HTTPStatusError
 from microsoft_teams.apps import HttpStream
 
-from agent.service import AnswerResult, AskRequest
+from agent.turn.service import AnswerResult, AskRequest
 from bot.teams.app import AnswerRecord
 from bot.teams.incoming import Incoming
 from bot.teams.render import MAX_SOURCES, answer_activity

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Coroutine
 
 from agent.config import Settings
-from agent.feedback import FeedbackStore
+from agent.state.feedback import FeedbackStore
 from agent.prompts import PromptSet, default_prompts
 from bot.dedupe import Deduper
 from bot.rate_limit import RateLimiter
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from microsoft_teams.apps import App
 
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
 log = logging.getLogger("askdesk.teams")
 

@@ -11,7 +11,7 @@ import logging
 from microsoft_teams.api import MessageSubmitActionInvokeActivity
 from microsoft_teams.apps import ActivityContext
 
-from agent.feedback import Feedback
+from agent.state.feedback import Feedback
 
 log = logging.getLogger("askdesk.teams")
 

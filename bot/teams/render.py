@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from microsoft_teams.api import CitationAppearance, MessageActivityInput
 
 from agent.references import Reference
-from agent.service import AnswerResult
+from agent.turn.service import AnswerResult
 
 MAX_SOURCES = 8  # as many as the Slack sources list shows
 NAME_CHARS = 80  # Teams limits of a citation's appearance

@@ -13,7 +13,7 @@ from bot.teams.server import MESSAGES_PATH, TeamsListener, bind
 if TYPE_CHECKING:
     from agent.config import Settings
     from agent.runtime import Runtime
-    from agent.service import Askdesk
+    from agent.turn.service import Askdesk
 
 
 class TeamsStartError(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agent.sqlite_once import LazyConnection
+from agent.state.sqlite_once import LazyConnection
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS teams_threads (
@@ -29,7 +29,7 @@ class ThreadAskers:
     async def remember(self, conversation: str, asker: str) -> None:
         """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
         db = await self._conn()
-        async with db.execute(  # closes its cursor on the connection's thread (agent/memory.py)
+        async with db.execute(  # closes its cursor on the connection's thread (agent/state/memory.py)
             "INSERT INTO teams_threads (conversation, asker, updated) VALUES (?, ?, ?) "
             "ON CONFLICT(conversation) DO UPDATE SET updated = excluded.updated",
             (conversation, asker, time.time()),

@@ -8,7 +8,7 @@ so a plain knowledge answer needs a single agent call.
 Streaming: with an `AnswerText` whose sink is set, each step is streamed and the final
 answer's text reaches the sink as the model writes it (tool-call steps show nothing); the
 same call, so a streamed answer costs no extra model call. `<document>` blocks are numbered
-turn-wide and `[n]` markers resolved through agent.citations, streamed or not.
+turn-wide and `[n]` markers resolved through agent.turn.citations, streamed or not.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.answer_stream import AnswerText
-from agent.citations import Citations
+from agent.turn.answer_stream import AnswerText
+from agent.turn.citations import Citations
 from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError, Usage
 from agent.references import Reference
-from agent.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
+from agent.turn.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
 from agent.tools.base import ToolRegistry, ToolResult
 from agent.tracing import NOOP, Span
 

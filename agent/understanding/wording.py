@@ -4,8 +4,8 @@ It runs before any model call, so greetings, facility searches, clearly off-topi
 messages and questions that closely match the knowledge base never pay for the router
 model. Without an LLM key it is the whole router. It holds no word of any domain: whether a
 message is on-topic is decided by meaning against the knowledge base and shipped off-topic
-examples (agent/topicality.py); the domain's own words come from the knowledge base and the
-deployment's domain file (agent/domain.py). Deliberately biased towards answering: a terse
+examples (agent/understanding/gate.py); the domain's own words come from the knowledge base and the
+deployment's domain file (agent/understanding/domain.py). Deliberately biased towards answering: a terse
 on-topic question ("PEIMS #s?") must never be refused.
 """
 
@@ -16,13 +16,13 @@ import unicodedata
 from dataclasses import dataclass
 
 from agent.accents import fold
-from agent.domain import EMPTY, Domain
+from agent.understanding.domain import EMPTY, Domain
 from agent.facilities.words import shipped_words
 from agent.messages import ChatMessage
-from agent.topicality import TopicVerdict
+from agent.understanding.gate import TopicVerdict
 
 # No domain words here: the knowledge base's own vocabulary and the deployment's domain file
-# (agent/domain.py) supply them; these patterns are about how people write, in any domain.
+# (agent/understanding/domain.py) supply them; these patterns are about how people write, in any domain.
 
 _GREETING_RE = re.compile(
     r"^(hi|hello|hey|hiya|howdy|yo|good (morning|afternoon|evening)|thanks?( you)?( so much)?|thank you|thx|ty|"
@@ -182,7 +182,7 @@ class PrefilterVerdict:
 
 def classify_rules(text: str, history: list[ChatMessage], domain: Domain = EMPTY) -> PrefilterVerdict:
     """Everything the pre-filter can say from the wording alone (greetings, facility searches);
-    whether a message is on-topic is decided by meaning (agent/topicality.py)."""
+    whether a message is on-topic is decided by meaning (agent/understanding/gate.py)."""
     text = normalize(text)
     followup = is_followup(text, history)
     if is_greeting(text):

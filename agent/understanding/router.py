@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.domain import EMPTY, Domain
+from agent.understanding.domain import EMPTY, Domain
 from agent.messages import ChatMessage
-from agent.prefilter import (
+from agent.understanding.wording import (
     PrefilterVerdict,
     classify_rules,
     classify_similarity,
@@ -28,7 +28,7 @@ from agent.prefilter import (
 )
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError, Usage
-from agent.steps import RouteName, RouterDecision
+from agent.turn.steps import RouteName, RouterDecision
 from agent.tools.base import ToolResult
 from agent.tracing import NOOP, Span
 
@@ -55,7 +55,7 @@ def context_weight(text: str) -> float:
 
 
 class TopicJudge(Protocol):
-    """agent.topicality.TopicCheck: is a message about the knowledge base at all?"""
+    """agent.understanding.gate.TopicCheck: is a message about the knowledge base at all?"""
 
     async def protected(self, text: str) -> str | None: ...
 

@@ -1,7 +1,7 @@
 """The answer's text as the model writes it: partial agent steps in, text deltas out.
 
 Only a final answer's `answer` field is shown; tool-call steps produce no text. The
-deltas pass through the citation filter (agent.citations), so what a surface shows while
+deltas pass through the citation filter (agent.turn.citations), so what a surface shows while
 streaming is, character for character, the answer the turn ends with. `shown` is that
 text so far — after a failure it is what the user already saw, kept and followed by a note.
 """
@@ -12,8 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.citations import Citations, MarkerFilter
-from agent.steps import FinalAnswer
+from agent.turn.citations import Citations, MarkerFilter
+from agent.turn.steps import FinalAnswer
 
 log = logging.getLogger("askdesk.stream")
 

@@ -6,7 +6,7 @@ headings) is read from the collection (agent/knowledge/vocabulary.py); this opti
 documents do not (other languages, slang), what names a facility in the registry, and
 deployment-specific requests to decline, and the nicknames of the registry's places ("SA",
 "H-town"). It also says, in words, what the documents are about
-(`description`, `capabilities`, `examples`: see agent/identity.py). The Texas demo's lives in
+(`description`, `capabilities`, `examples`: see agent/understanding/identity.py). The Texas demo's lives in
 examples/texas-childcare/.
 """
 

@@ -24,7 +24,7 @@ from importlib import resources
 import numpy as np
 import yaml
 
-from agent.domain import Domain
+from agent.understanding.domain import Domain
 from agent.knowledge.embed_cache import open_cache, text_hash
 from agent.knowledge.language import detect_language
 from agent.knowledge.vocabulary import Vocabulary, vocabulary

@@ -15,15 +15,15 @@ import uuid
 from typing import Any
 
 from agent import search_only
-from agent.answer_stream import AnswerText
+from agent.turn.answer_stream import AnswerText
 from agent.answers import AnswerResult
 from agent.deadline import reserve
 from agent.knowledge.search import KnowledgeBaseUnavailable
-from agent.loop import Prefetched
+from agent.turn.loop import Prefetched
 from agent.prefetch import Prefetcher
 from agent.prompts import PromptSet
 from agent.providers.base import ProviderConfigError, ProviderError
-from agent.router import Route
+from agent.understanding.router import Route
 from agent.tracing import Span
 
 log = logging.getLogger("askdesk.service")  # the turn's log, where the service writes it

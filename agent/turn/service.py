@@ -3,7 +3,7 @@
 `Askdesk.answer` reads top to bottom: check the input -> route -> prefetch -> agent loop
 (or a search-only answer when no provider is configured) -> remember -> trace, all within
 ASKDESK_TURN_TIMEOUT (agent/deadline.py). It never raises: when the models fail or run out of
-time the user gets the search results with a note (agent/degrade.py), and only when the
+time the user gets the search results with a note (agent/turn/degrade.py), and only when the
 search fails too an apology with a reference id, the log the details. Surfaces (terminal,
 Slack, Teams) never talk to the loop, the router or providers directly.
 """
@@ -17,24 +17,24 @@ from functools import partial
 from typing import Any
 
 from agent import search_only
-from agent.answer_stream import AnswerText, TextFn
+from agent.turn.answer_stream import AnswerText, TextFn
 from agent.answers import AnswerResult, AskRequest, Surface
 from agent.config import Settings
 from agent.deadline import ROUTER_SHARE, deadline, remaining, reserve
-from agent.degrade import apology, search_results_instead
-from agent.domain import domain_path, load_domain
-from agent.identity import Identities
-from agent.loop import Prefetched, ProgressFn, run_agent
-from agent.memory import ConversationStore, SQLiteConversationStore, trim_history
+from agent.turn.degrade import apology, search_results_instead
+from agent.understanding.domain import domain_path, load_domain
+from agent.understanding.identity import Identities
+from agent.turn.loop import Prefetched, ProgressFn, run_agent
+from agent.state.memory import ConversationStore, SQLiteConversationStore, trim_history
 from agent.messages import ChatMessage
-from agent.models import ServiceModels, make_models
+from agent.providers.models import ServiceModels, make_models
 from agent.prefetch import Prefetcher
 from agent.prompts import PromptSet, default_prompts, load_prompts
 from agent.providers.base import ProviderError
 from agent.providers.chain import ModelChain
-from agent.router import Route, Router, describe
+from agent.understanding.router import Route, Router, describe
 from agent.runtime import Runtime
-from agent.topicality import TopicCheck
+from agent.understanding.gate import TopicCheck
 from agent.tools.registry import build_registry
 from agent.tracing import NOOP, Span, Tracer
 
@@ -143,7 +143,7 @@ class Askdesk:
         )
 
     def topic_check(self, collection: str | None) -> TopicCheck:
-        """The off-topic check by meaning for one knowledge collection (agent/topicality.py)."""
+        """The off-topic check by meaning for one knowledge collection (agent/understanding/gate.py)."""
         return TopicCheck(self.runtime, collection, self.domain, self.settings.router_offtopic_margin)
 
     async def _route(self, text: str, history: list[ChatMessage], collection: str | None, span: Span) -> Route:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent.messages import ChatMessage
-from agent.sqlite_once import LazyConnection
+from agent.state.sqlite_once import LazyConnection
 
 
 def conversation_key(surface: str, thread_id: str) -> str:

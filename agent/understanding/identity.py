@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from agent.domain import Domain
+from agent.understanding.domain import Domain
 from agent.knowledge.vocabulary import vocabulary
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""Shared state: conversation memory and feedback records (SQLite, embedded)."""

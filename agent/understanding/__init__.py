@@ -1,0 +1,1 @@
+"""Understanding a message: its wording (greetings, follow-ups), whether it is on topic (gate.py), which capability it is for (router.py), and what askdesk says it is about (identity.py, domain.py)."""
