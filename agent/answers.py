@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.facilities.schema import FacilityHit
 from agent.messages import ChatMessage
 from agent.references import Reference
-from agent.turn.steps import RouteName
 
 Surface = Literal["cli", "slack", "teams", "eval", "bench"]
 
@@ -25,7 +23,7 @@ class AskRequest(BaseModel):
 
 class AnswerResult(BaseModel):
     answer: str
-    route: RouteName
+    route: str  # a capability's name ("knowledge", a registry), or offtopic / smalltalk / clarify
     references: list[Reference] = Field(default_factory=list)
     confidence: float | None = None
     llm_calls: int = 0  # every model attempt of the turn, failed fallbacks included
@@ -34,7 +32,7 @@ class AnswerResult(BaseModel):
     search_only: bool = False
     notice: str | None = None  # e.g. "No LLM provider configured: set OPENAI_API_KEY ..."
     rewritten_query: str | None = None
-    facilities: list[FacilityHit] = Field(default_factory=list)
+    data: dict[str, list[Any]] = Field(default_factory=dict)  # tool name -> what each call found (its own type)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -147,7 +147,7 @@ def load_prompts(directory: Path | None = None) -> PromptSet:
 
 # What the code renders: checked at load time so a prompt edit cannot break a turn later.
 REQUIRED: dict[str, set[str]] = {
-    "router": {"domain", "capabilities", "history", "message"},
+    "router": {"domain", "capabilities", "routes", "history", "message"},
     "agent": {"domain", "tools", "prefetched", "weak_evidence", "max_iterations"},
     "refusal": {"capabilities", "examples"},
     "greeting": {"capabilities", "examples"},

@@ -1,13 +1,17 @@
-"""The process-wide handles: settings, one vector store, one embedder per spec.
+"""The process-wide handles: settings, one vector store, one embedder per spec, and every
+per-process cache.
 
 The embedded store (Qdrant Edge) locks its data directory, so a process opens it once and
-shares it between the knowledge base, the facility registry and every surface.
+shares it between the knowledge base, the registries and every surface. Caches of what is
+derived from a collection (its vocabulary, a registry's places, the off-topic examples'
+vectors) live in `caches`, keyed by (what, collection): one owner, dropped with the runtime,
+cleared by an ingest of that collection; no module keeps state of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent.config import Settings
 from agent.private import private_dir
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
 class Runtime:
     settings: Settings
     store: VectorStore
+    caches: dict[tuple[str, str | None], Any] = field(default_factory=dict)  # (what, collection) -> value
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
 
     @classmethod
@@ -43,6 +48,11 @@ class Runtime:
                 embedder = QueryCachingEmbedder(embedder, self.settings.query_cache_size)  # type: ignore[assignment]
             self._embedders[spec] = embedder
         return self._embedders[spec]
+
+    def forget(self, collection: str) -> None:
+        """Drop everything cached about `collection` (it was just written)."""
+        for key in [k for k in self.caches if k[1] == collection]:
+            del self.caches[key]
 
     async def close(self) -> None:
         await self.store.close()

@@ -118,3 +118,23 @@ def kb_settings(tmp_path_factory, kb_subset_cache, pytestconfig) -> Settings:
     if report.embedded:
         shutil.copy(settings.data_dir / CACHE_NAME, persisted)
     return settings
+
+
+@asynccontextmanager
+async def service_on(runtime: Runtime, **kwargs):
+    """An Askdesk over `runtime` that keeps nothing on disk (routes with the configured models)."""
+    from agent.state.memory import MemoryConversationStore
+    from agent.turn.service import Askdesk
+
+    service = Askdesk(runtime.settings, runtime, store=MemoryConversationStore(), **kwargs)
+    try:
+        yield service
+    finally:
+        await service.close()
+
+
+def eval_run(service, data: dict | None = None, top_k: int = 5):
+    """What `askdesk eval` hands each section."""
+    from agent.evaluation import EvalRun
+
+    return EvalRun(service=service, top_k=top_k, data=data or {})

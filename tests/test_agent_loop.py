@@ -12,14 +12,23 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from agent.turn.loop import Prefetched, resolve_references, run_agent
+from agent.capabilities.base import Found
 from agent.messages import ChatMessage
 from agent.prompts import default_prompts
 from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
 from agent.references import Reference
-from agent.turn.steps import AgentStep, Citation
 from agent.tools.base import Tool, ToolRegistry, ToolResult
+from agent.turn.loop import resolve_references, run_agent
+from agent.turn.state import CountedModel, Ledger
+from agent.turn.steps import AgentStep, Citation
+from tests.fakes.steps import tool_calls
+
+
+def final(answer: str, refs: list[dict] | None = None, confidence: float = 0.8) -> dict:
+    from tests.fakes.steps import final as final_step
+
+    return final_step(answer, refs=refs or [], confidence=confidence)
 
 
 def seen(model: ScriptedModel) -> list[list[ChatMessage]]:
@@ -53,17 +62,9 @@ def make_registry(log: list[str] | None = None, *, barrier: asyncio.Barrier | No
     return registry
 
 
-def tool_calls(*calls: tuple[str, dict]) -> dict:
-    return {"step": {"kind": "tool_calls", "calls": [{"name": n, "arguments": a} for n, a in calls]}}
-
-
-def final(answer: str, refs: list[dict] | None = None, confidence: float = 0.8) -> dict:
-    return {"step": {"kind": "final_answer", "answer": answer, "references": refs or [], "confidence": confidence}}
-
-
-async def run(model, registry, *, prefetched=(), max_iterations=3, progress=None, history=()):
+async def run(model, registry, *, found=(), max_iterations=3, progress=None, history=()):
     return await run_agent(model=model, registry=registry, prompts=default_prompts(), question="q?",
-                           history=list(history), prefetched=list(prefetched), max_iterations=max_iterations,
+                           history=list(history), found=list(found), max_iterations=max_iterations,
                            domain="test", progress=progress)
 
 
@@ -88,11 +89,11 @@ async def test_tool_call_result_goes_back_then_final_answer():
 
 
 async def test_prefetched_result_is_in_the_first_prompt_and_answer_needs_one_call():
-    pre = Prefetched("get_formatted_context", {"query": "q"},
-                     ToolResult(text="<document source=\"kb.md\">PREFETCHED FACT</document>",
-                                references=[Reference(source="kb.md", section="Intro")]))
+    pre = Found("knowledge", "get_formatted_context", {"query": "q"},
+                ToolResult(text="<document source=\"kb.md\">PREFETCHED FACT</document>",
+                           references=[Reference(source="kb.md", section="Intro")]))
     model = ScriptedModel(final("From the docs.", [{"source": "kb.md", "section": "Intro"}]))
-    result = await run(model, make_registry(), prefetched=[pre])
+    result = await run(model, make_registry(), found=[pre])
     model.assert_done()
     assert len(model.calls) == 1
     assert "PREFETCHED FACT" in seen(model)[0][0].content  # system prompt carries the prefetch
@@ -138,13 +139,26 @@ async def test_iteration_cap_stops_with_a_clear_message_and_keeps_sources():
     assert "last step" not in seen(model)[0][-1].content
 
 
-async def test_a_provider_failure_reports_every_model_call_of_the_run():
+async def test_a_provider_failure_leaves_every_model_call_of_the_run_in_the_ledger():
     failed = Usage(provider="openai", model="m", error="HTTP 503")
     model = ScriptedModel(tool_calls(("lookup", {"query": "a"})), ProviderError("HTTP 503", attempts=[failed]))
-    with pytest.raises(ProviderError) as err:
-        await run(model, make_registry())
-    first = model.calls[0].usage
-    assert err.value.attempts == [first, failed]  # the service counts both as the turn's llm_calls
+    ledger = Ledger()
+    with pytest.raises(ProviderError):
+        await run(CountedModel(model, ledger), make_registry())
+    assert ledger.usages == [model.calls[0].usage, failed]  # the turn's llm_calls counts both
+
+
+async def test_a_call_cut_off_by_the_deadline_is_counted():
+    async def hang(messages, response_model):
+        await asyncio.sleep(10)
+
+    from agent.providers.function import FunctionModel
+
+    ledger = Ledger()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await run(CountedModel(FunctionModel(hang), ledger), make_registry())
+    assert len(ledger) == 1 and "deadline" in ledger.usages[0].error
 
 
 async def test_history_is_sent_between_system_and_question():

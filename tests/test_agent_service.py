@@ -21,6 +21,7 @@ from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
 from tests.conftest import REPO, SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
+from tests.knowledge_fixtures import eval_run, service_on
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -51,6 +52,11 @@ async def kb(tmp_path_factory):
     await ingest_facilities(runtime, travis)
     yield runtime
     await runtime.close()
+
+
+def facility_hits(result) -> list:
+    """The registry records a turn's facility searches found."""
+    return [hit for found in result.data.get("search_facilities", []) for hit in found]
 
 
 def make_service(kb, tmp_path, *, store=None, **fields) -> Askdesk:
@@ -209,7 +215,7 @@ async def test_a_failed_facility_turn_keeps_its_route(kb, llm_server, tmp_path):
     llm_server.script_error("openai", 503, times=2)  # the first try and its one retry
     service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"])
     result = await service.answer(AskRequest(text="baby care within 10 miles of 78702"))
-    assert result.route == "facility" and result.search_only and result.facilities  # the registry's results
+    assert result.route == "facility" and result.search_only and facility_hits(result)  # the registry's results
 
 
 async def test_facility_route_prefetches_the_registry_search(kb, llm_server, tmp_path):
@@ -221,7 +227,7 @@ async def test_facility_route_prefetches_the_registry_search(kb, llm_server, tmp
     assert result.tool_calls == ["search_facilities"]
     assert progress.lines == ["Looking up facilities…"]
     assert "Ebenezer Child Development Center" in llm_server.requests[0].text
-    assert any(f.operation_number == "139" for f in result.facilities)
+    assert any(f.operation_number == "139" for f in facility_hits(result))
 
 
 # --------------------------------------------------------------------------- no LLM
@@ -261,7 +267,7 @@ async def test_slack_style_history_is_used_and_not_stored(kb, tmp_path):
 async def test_search_only_facility_answer_lists_facilities(kb, tmp_path):
     result = await make_service(kb, tmp_path).answer(AskRequest(text="accredited centers in Travis County"))
     assert result.route == "facility" and result.search_only
-    assert {f.operation_number for f in result.facilities} >= {"139", "34308"}
+    assert {f.operation_number for f in facility_hits(result)} >= {"139", "34308"}
     assert "Ebenezer Child Development Center" in result.answer
 
 
@@ -283,12 +289,13 @@ async def test_eval_offtopic_and_conversations_sections(kb):
     dev = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
     # this KB holds a few of the sample files: questions about the others ARE off-topic here
     on_topic = [q for q in dev["retrieval"] if q["file"] in KB_FILES]
-    off = await offtopic.evaluate(dev["offtopic"], kb, top_k=5, eval_data={"retrieval": on_topic})
+    async with service_on(kb) as service:
+        off = await offtopic.evaluate(dev["offtopic"], eval_run(service, {"retrieval": on_topic}))
+        conv = await conversations.evaluate(dev["conversations"], service, top_k=5)
     assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] == 0.0
     assert off["n"] == 6 and off["failures"] == [] and off["router"] == "pre-filter"
     assert "100%" in offtopic.render(off)
 
-    conv = await conversations.evaluate(dev["conversations"], kb, top_k=5, eval_data=dev)
     assert conv["n"] == 8 and set(conv) >= {"recall@5", "n", "failures"}
     # dc1 and dc3 live in the small KB: both turns found, the second through the rewrite
     assert not {"dc1#1", "dc1#2", "dc3#1", "dc3#2"} & set(conv["failures"])
@@ -354,14 +361,14 @@ async def test_an_unexpected_error_gives_an_apology_and_logs_no_message_text(kb,
 
 
 def test_search_only_answer_says_when_the_evidence_is_weak():
-    from agent import search_only
+    from agent.capabilities.knowledge import knowledge_answer
     from agent.knowledge.search import Passage
     from agent.prompts import default_prompts
     from agent.tools.base import ToolResult
 
     passages = [Passage(text="Some passage " * 60, source="a.md", title="A", section="S", score=0.5)]
-    strong = search_only.knowledge_answer(ToolResult(text="", passages=passages), default_prompts())
-    weak = search_only.knowledge_answer(ToolResult(text="", passages=passages, weak_evidence=True), default_prompts())
+    strong = knowledge_answer(ToolResult(text="", data=passages), default_prompts())
+    weak = knowledge_answer(ToolResult(text="", data=passages, weak_evidence=True), default_prompts())
     assert strong.startswith("Here are the most relevant passages") and "(source: A — S)" in strong
     assert weak.startswith("No passage closely matches") and len(weak) < len(passages[0].text) + 300
 
@@ -374,12 +381,11 @@ def extraction_model(reply):
     """A router model that answers the facility extraction with `reply` (and routes by the rules)."""
     from agent.facilities.schema import FacilitySearchArgs
     from agent.providers.function import FunctionModel
-    from agent.turn.steps import RouterDecision
 
     def answer(messages, response_model):
         if response_model is FacilitySearchArgs:
             return reply
-        assert response_model is RouterDecision
+        assert response_model.__name__ == "RouterDecision"
         return {"route": "facility", "search_query": UNPLACED}
 
     return FunctionModel(answer)
@@ -396,15 +402,15 @@ async def test_facility_route_reads_unplaced_words_with_one_router_model_call(kb
     from agent.facilities.schema import FacilitySearchArgs
 
     plain = await service_with_router(kb, tmp_path, None).answer(AskRequest(text=UNPLACED))
-    assert plain.route == "facility" and plain.llm_calls == 0 and len(plain.facilities) > 1
+    assert plain.route == "facility" and plain.llm_calls == 0 and len(facility_hits(plain)) > 1
     model = extraction_model({"accredited": True})
     result = await service_with_router(kb, tmp_path, model).answer(AskRequest(text=UNPLACED))
     extractions = [c for c in model.calls if c.response_model is FacilitySearchArgs]
     assert len(extractions) == 1 and UNPLACED in extractions[0].messages[-1].content
     assert result.route == "facility" and result.llm_calls == len(model.calls)
     # the extracted criterion is used, what the parser read (infants, Austin) is kept
-    assert result.facilities and all("accredited" in f.matched_features for f in result.facilities)
-    assert {f.operation_number for f in result.facilities} < {f.operation_number for f in plain.facilities}
+    assert facility_hits(result) and all("accredited" in f.matched_features for f in facility_hits(result))
+    assert {f.operation_number for f in facility_hits(result)} < {f.operation_number for f in facility_hits(plain)}
 
 
 async def test_facility_route_without_unplaced_words_or_with_a_failing_model_keeps_the_parse(kb, tmp_path):
@@ -415,7 +421,7 @@ async def test_facility_route_without_unplaced_words_or_with_a_failing_model_kee
     failing = extraction_model(ProviderError("down", provider="function"))
     result = await service_with_router(kb, tmp_path, failing).answer(AskRequest(text=UNPLACED))
     assert result.route == "facility" and "reference" not in result.answer
-    assert [f.operation_number for f in result.facilities] == [f.operation_number for f in plain.facilities]
+    assert [f.operation_number for f in facility_hits(result)] == [f.operation_number for f in facility_hits(plain)]
     assert sum(c.response_model is FacilitySearchArgs for c in failing.calls) == 1
     clean = extraction_model({"accredited": True})
     await service_with_router(kb, tmp_path, clean).answer(AskRequest(text="baby care in Austin"))

@@ -138,7 +138,7 @@ async def test_model_calls_and_tools_are_child_runs_and_text_is_redacted(traced)
     span = tracer.turn("askdesk turn", {"text": SECRET}, metadata={"thread_id": "t", "surface": "cli"})
     model = ScriptedModel(tool_calls(("lookup", {"query": SECRET})), final("SECRET-ANSWER"))
     await run_agent(model=model, registry=make_registry(), prompts=default_prompts(), question=SECRET, history=[],
-                    prefetched=[], max_iterations=3, domain="d", span=span)
+                    found=[], max_iterations=3, domain="d", span=span)
     span.end({"answer": "SECRET-ANSWER", "route": "knowledge"})
     tracer.flush()
     traced.wait_for(4)

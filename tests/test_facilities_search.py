@@ -182,14 +182,14 @@ async def test_no_match_is_explained(registry):
 
 async def test_all_dev_queries_pass_exactly(registry):
     items = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))["facility"]
-    result = await facility_eval.evaluate(items, registry, top_k=5, eval_data={})
+    result = await facility_eval.evaluate(items, registry)
     assert result["failures"] == [] and result["exact_match"] == 1.0 and result["n"] == 8
     assert "8/8" in facility_eval.render(result)
 
 
 async def test_eval_reports_differences(registry):
     items = [{"id": "x", "query": "accredited centers in Travis County", "expected": ["139", "99"]}]
-    result = await facility_eval.evaluate(items, registry, top_k=5, eval_data={})
+    result = await facility_eval.evaluate(items, registry)
     (failure,) = result["failures"]
     assert failure["missing"] == ["99"] and "5807" in failure["extra"] and result["exact_match"] == 0.0
     assert "missing: 99" in facility_eval.render(result)
@@ -239,7 +239,7 @@ async def test_tool_contract(registry):
     tools = ToolRegistry()
     tools.register(tool)
     result = await tools.run("search_facilities", {"ages": ["infant"], "near": "78702", "radius_miles": 10})
-    assert len(result.facilities) == 6 and result.facilities[0].operation_number == "139"
+    assert len(result.data) == 6 and result.data[0].operation_number == "139"
     assert result.references[0].source == "facilities.csv"
     assert result.references[0].title == "Ebenezer Child Development Center"
     assert "0.9 mi" in result.text and "6 match(es)" in result.text
@@ -346,6 +346,6 @@ async def test_tool_takes_days_and_rejects_bad_ones(registry):
     schema = make_tool(registry).schema()["parameters"]["properties"]["days"]
     assert "ALL" in schema["description"]
     result = await tools.run("search_facilities", {"days": ["saturday"], "city": "Dallas"})
-    assert result.facilities == [] and "open Sat" in result.text
+    assert result.data == [] and "open Sat" in result.text
     bad = await tools.run("search_facilities", {"days": ["Funday"]})
     assert bad.text.startswith("ERROR: invalid arguments")

@@ -10,9 +10,9 @@ import yaml
 from agent.evaluation import conversations
 from agent.messages import ChatMessage
 from agent.understanding.wording import heuristic_rewrite, own_terms
-from agent.understanding.router import context_weight
+from agent.understanding.classify import context_weight
 from tests.conftest import REPO
-from tests.knowledge_fixtures import open_runtime
+from tests.knowledge_fixtures import open_runtime, service_on
 
 FRESH3 = yaml.safe_load((REPO / "examples" / "texas-childcare" / "eval" / "fresh3.yaml").read_text(encoding="utf-8"))
 THREADS = {c["id"]: c for c in FRESH3["conversations"]}
@@ -43,7 +43,7 @@ async def test_elliptical_follow_ups_find_the_threads_topic_and_a_topic_switch_i
     # f3c05: "who runs it?" then "which providers are left out of it?" (missed before: the second
     # leaned on "who runs it?"); f3c06: "and probation B?"; f3c03 and f3c11 end with a topic switch.
     threads = [THREADS[i] for i in ("f3c05", "f3c06", "f3c03", "f3c11")]
-    async with open_runtime(kb_settings) as rt:
-        result = await conversations.evaluate(threads, rt, top_k=5, eval_data=FRESH3)
+    async with open_runtime(kb_settings) as rt, service_on(rt) as service:
+        result = await conversations.evaluate(threads, service, top_k=5)
     assert result["failures"] == [] and result["n"] == 11, result
     assert result["queries"]["f3c05#3"].split(" || ")[1].startswith("how often does Texas")

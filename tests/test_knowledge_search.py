@@ -91,12 +91,12 @@ async def test_formatted_context_tool(settings, kb_subset):
         await ingest(rt, [kb_subset])
         result = await get_formatted_context(rt, "family of 5 paid bi-weekly income limit BCY 2026", top_k=4)
         assert not result.weak_evidence
-        assert result.text.count("<document ") == len(result.passages) <= 4
+        assert result.text.count("<document ") == len(result.data) <= 4
         assert "$4,106" in result.text
         assert len(result.text) <= rt.settings.context_chars
         assert result.references[0].source == "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
         assert result.references[0].section and result.references[0].title
-        assert result.passages[0].dense_score is not None and result.passages[0].text
+        assert result.data[0].dense_score is not None and result.data[0].text
 
         tight = rt.settings.model_copy(update={"context_chars": 900})
         rt.settings = tight
@@ -121,7 +121,7 @@ async def test_weak_evidence_is_flagged_below_the_threshold(settings, kb_subset)
     async with open_runtime(settings) as rt:
         await ingest(rt, [kb_subset])
         on_topic = await get_formatted_context(rt, "KinderSign tablet sign in", top_k=3)
-        best = max(p.dense_score for p in on_topic.passages)
+        best = max(p.dense_score for p in on_topic.data)
         assert not on_topic.weak_evidence and "weak evidence" not in on_topic.text
 
         rt.settings = rt.settings.model_copy(update={"min_score": best + 0.01})

@@ -1,4 +1,4 @@
-"""The LLM-free pre-filter and the router's decisions (stub search, scripted router model and
+"""The wording rules and the classifier's decisions (stub search, scripted router model and
 topic judge). The off-topic decision by meaning runs for real in tests/test_topicality.py."""
 
 from __future__ import annotations
@@ -6,20 +6,27 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agent.understanding.domain import load_domain
-from agent.messages import ChatMessage
-from agent.understanding.wording import classify_rules, classify_similarity, heuristic_rewrite, is_followup, looks_like_facility_search
-from agent.understanding.gate import TopicVerdict
-from agent.prompts import default_prompts
+from agent.capabilities.base import Capabilities, Found
+from agent.capabilities.facility_legacy import FacilityCapability
+from agent.capabilities.knowledge import KnowledgeCapability
 from agent.knowledge.search import Passage
+from agent.messages import ChatMessage
+from agent.prompts import default_prompts
 from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
-from agent.understanding.router import Router
 from agent.tools.base import ToolResult
+from agent.turn.state import CountedModel, Ledger
+from agent.understanding.classify import Classifier
+from agent.understanding.domain import EMPTY, load_domain
+from agent.understanding.gate import TopicVerdict
+from agent.understanding.identity import Identity
+from agent.understanding.wording import classify_rules, classify_similarity, heuristic_rewrite, is_followup
 from tests.conftest import DEV_EVAL, REPO
+from tests.fakes.steps import route as route_step
 
 DEV = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
-TEXAS = load_domain(REPO / "examples" / "texas-childcare" / "domain.yaml")
+TEXAS = [FacilityCapability(None, load_domain(REPO / "examples" / "texas-childcare" / "domain.yaml"))]
+GENERIC = [FacilityCapability(None, EMPTY)]  # the registry without the demo's domain words
 
 
 def user(text: str) -> ChatMessage:
@@ -40,12 +47,16 @@ def test_dev_facility_queries_route_to_facility_with_the_demo_domain_file(item):
 @pytest.mark.parametrize("item", DEV["facility"], ids=lambda i: i["id"])
 def test_facility_queries_route_without_a_domain_file_too(item):
     """Generic nouns and the registry schema's own criteria (ages, services) are enough."""
-    assert classify_rules(item["query"], []).route == "facility"
+    assert classify_rules(item["query"], [], GENERIC).route == "facility"
 
 
 def test_domain_file_facility_nouns():
-    assert classify_rules("daycares near 78702", []).route is None
+    assert classify_rules("daycares near 78702", [], GENERIC).route is None
     assert classify_rules("daycares near 78702", [], TEXAS).route == "facility"
+
+
+def test_without_a_registry_nothing_is_a_registry_search():
+    assert classify_rules("infant care within 10 miles of 78702", []).route is None
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello there!", "thanks!", "what can you do?", "gracias", "xin chào", "good morning team"])
@@ -122,10 +133,12 @@ def test_rewrite_anchors_on_the_last_standalone_question():
     assert heuristic_rewrite("and for teen parents?", history).startswith("min hrs per week")
 
 
-# --------------------------------------------------------------------------- the Router
+# --------------------------------------------------------------------------- the classifier
 
 
 class StubSearch:
+    """The turn's retrieval: a `find(query, also)` returning one passage of `score`."""
+
     def __init__(self, score: float | None):
         self.score = score
         self.queries: list[str] = []
@@ -137,7 +150,8 @@ class StubSearch:
         if self.score is None:
             return None
         passage = Passage(text="t", source="kb.md", score=self.score, dense_score=self.score)
-        return ToolResult(text=f"docs for {query}", passages=[passage])
+        return Found("knowledge", "get_formatted_context", {"query": query},
+                     ToolResult(text=f"docs for {query}", data=[passage]), query)
 
 
 def prompts_of(model: ScriptedModel) -> list[str]:
@@ -160,46 +174,71 @@ class ScriptedJudge:
         return TopicVerdict(text in self.offtopic, "scripted")
 
 
-def router(search, model=None, judge=None) -> Router:
-    return Router(prompts=default_prompts(), context=search, model=model, domain="Texas child care",
-                  capabilities="child care", refuse_below=0.80, accept_above=0.88, domain_words=TEXAS,
-                  topic=judge or ScriptedJudge({"who won the Red River Showdown last year?"}))
+IDENTITY = Identity(domain="Texas child care", capabilities="child care")
+
+
+class Routing:
+    """A classifier over the knowledge base and the demo registry, its model calls counted."""
+
+    def __init__(self, search, model=None, judge=None):
+        capabilities = Capabilities([KnowledgeCapability(None), *TEXAS])
+        self.classifier = Classifier(default_prompts(), capabilities,
+                                     judge or ScriptedJudge({"who won the Red River Showdown last year?"}),
+                                     refuse_below=0.80, accept_above=0.88)
+        self.search, self.ledger = search, Ledger()
+        self.model = CountedModel(model, self.ledger) if model is not None else None
+
+    async def route(self, text, history):
+        reading = self.classifier.read(text, history)
+        return await self.classifier.decide(reading, self.search, model=self.model, identity=IDENTITY)
+
+
+def router(search, model=None, judge=None) -> Routing:
+    return Routing(search, model, judge)
 
 
 async def test_clear_cases_never_call_the_router_model():
     model = ScriptedModel()  # any call would fail: nothing scripted
     search = StubSearch(0.93)
     r = router(search, model)
-    assert (await r.route("who won the Red River Showdown last year?", [])).route == "offtopic"
-    assert (await r.route("hi", [])).route == "smalltalk"
-    assert (await r.route("baby care within 10 miles of 78702", [])).route == "facility"
+    assert (await r.route("who won the Red River Showdown last year?", [])).name == "offtopic"
+    assert (await r.route("hi", [])).name == "smalltalk"
+    assert (await r.route("baby care within 10 miles of 78702", [])).name == "facility"
     decided = await r.route("BCY26 PSoC chart for a family of 3?", [])
-    assert decided.route == "knowledge" and decided.decided_by == "prefilter"
-    assert decided.prefetch is not None and decided.llm_calls == 0  # the similarity search is the prefetch
-    # refusal needs the similarity too (it is the prefetch): one search per message
+    assert decided.name == "knowledge" and decided.decided_by == "prefilter" and len(r.ledger) == 0
+    # refusal needs the similarity too (the answer reuses it): one search per message
     assert search.queries == ["who won the Red River Showdown last year?", "BCY26 PSoC chart for a family of 3?"]
 
 
 async def test_grey_zone_goes_to_the_router_model_which_can_refuse():
-    model = ScriptedModel({"route": "offtopic"})
-    decided = await router(StubSearch(0.84), model).route("what should I eat tonight?", [])
-    assert decided.route == "offtopic" and decided.decided_by == "model" and decided.llm_calls == 1
+    r = router(StubSearch(0.84), ScriptedModel(route_step("offtopic")))
+    decided = await r.route("what should I eat tonight?", [])
+    assert decided.name == "offtopic" and decided.decided_by == "model" and len(r.ledger) == 1
 
 
 async def test_grey_zone_without_a_model_is_answered_not_refused():
     decided = await router(StubSearch(0.84)).route("what should I eat tonight?", [])
-    assert decided.route == "knowledge" and decided.decided_by == "heuristic"
+    assert decided.name == "knowledge" and decided.decided_by == "heuristic"
 
 
-async def test_followup_is_rewritten_by_the_router_model_and_prefetched_with_the_rewrite():
+async def test_the_router_model_can_only_name_a_route_that_exists():
+    model = ScriptedModel(route_step("weather"))  # not a route of this deployment: invalid output
+    r = router(StubSearch(0.84), model)
+    with pytest.raises(Exception):
+        await r.route("what should I eat tonight?", [])
+    schema = model.calls[0].response_model.model_json_schema()
+    assert set(schema["properties"]["route"]["enum"]) == {"knowledge", "facility", "smalltalk", "clarify", "offtopic"}
+
+
+async def test_followup_is_rewritten_by_the_router_model_without_searching_first():
     rewritten = "minimum weekly work or school hours for two-parent families to qualify for CCS"
-    model = ScriptedModel({"route": "knowledge", "search_query": rewritten})
+    model = ScriptedModel(route_step("knowledge", rewritten))
     search = StubSearch(0.9)
     history = [user("min hrs per week a single parent has to work or be in school to qualify?"),
                ChatMessage(role="assistant", content="25 hours a week.")]
     decided = await router(search, model).route("and for two-parent families?", history)
-    assert decided.route == "knowledge" and decided.rewritten and decided.query == rewritten
-    assert search.queries == [rewritten]  # one search, with the rewritten query
+    assert decided.name == "knowledge" and decided.rewritten and decided.query == rewritten and not decided.also
+    assert search.queries == []  # the answer's retrieval searches the rewrite, once
     assert "single parent" in prompts_of(model)[0] and "25 hours a week." in prompts_of(model)[0]
 
 
@@ -208,9 +247,10 @@ async def test_router_model_failure_falls_back_to_the_fused_search():
     model = ScriptedModel(ProviderError("groq answered HTTP 503", provider="groq", attempts=[failed]))
     history = [user("when does the CCS payment for Aug 11-24 2025 services get issued?")]
     search = StubSearch(0.9)
-    decided = await router(search, model).route("what about the june 16-29 period?", history)
-    assert decided.route == "knowledge" and decided.decided_by == "heuristic"
-    assert decided.usages == [failed]  # the failed call still counts for the turn
+    r = router(search, model)
+    decided = await r.route("what about the june 16-29 period?", history)
+    assert decided.name == "knowledge" and decided.decided_by == "heuristic"
+    assert r.ledger.usages == [failed]  # the failed call still counts for the turn
     # the message alone, fused with the message in the thread's context
     assert decided.query == "what about the june 16-29 period?"
     ((contextual, weight),) = decided.also
@@ -225,7 +265,7 @@ async def test_every_message_in_a_thread_is_searched_alone_and_in_context_withou
     history = [user("how many CCR navigator positions does the PDG B-5 grant fund?")]
     text = "what are those people supposed to focus on?"
     decided = await router(search, judge=judge).route(text, history)
-    assert decided.route == "knowledge" and search.queries == [text, text]  # judged alone, then fused
+    assert decided.name == "knowledge" and search.queries == [text, text]  # judged alone, then fused
     ((contextual, _),) = search.also[1]
     assert contextual.startswith("how many CCR navigator") and contextual.endswith("supposed to focus on?")
     assert decided.also == search.also[1]
@@ -241,13 +281,13 @@ async def test_an_offtopic_message_inside_a_thread_is_still_refused():
     judge = ScriptedJudge({"any good deals on a standing desk?"})
     search = StubSearch(0.9)
     decided = await router(search, judge=judge).route("any good deals on a standing desk?", history)
-    assert decided.route == "offtopic" and search.also == [[]]  # no fused search for a refusal
+    assert decided.name == "offtopic" and search.also == [[]]  # no fused search for a refusal
 
 
 async def test_router_model_asks_one_clarifying_question():
-    model = ScriptedModel({"route": "clarify", "clarification": "Which year's chart?"})
+    model = ScriptedModel(route_step("clarify", clarification="Which year's chart?"))
     decided = await router(StubSearch(0.85), model).route("what's the chart say", [])
-    assert decided.route == "clarify" and decided.clarification == "Which year's chart?"
+    assert decided.name == "clarify" and decided.clarification == "Which year's chart?"
 
 
 def test_rewrite_moves_years_for_the_year_before_or_after():
@@ -259,6 +299,6 @@ def test_rewrite_moves_years_for_the_year_before_or_after():
 @pytest.mark.parametrize("text", ["guardería para bebés en Houston", "cuidado de medio tiempo en Houston",
                                   "nhà trẻ có đưa đón ở Houston", "drop in daycare around Austin"])
 def test_facility_searches_in_other_languages_are_recognised(text):
-    """Place markers and criteria come from agent/data/facility_words.yaml, not English regexes."""
-    assert looks_like_facility_search(text, TEXAS)
-    assert not looks_like_facility_search("¿cuánto cuesta el cuidado en Houston?", TEXAS)  # no criterion
+    """Place markers and criteria come from data, not English regexes."""
+    assert classify_rules(text, [], TEXAS).route == "facility"
+    assert classify_rules("¿cuánto cuesta el cuidado en Houston?", [], TEXAS).route is None  # no criterion

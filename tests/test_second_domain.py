@@ -11,10 +11,9 @@ import yaml
 
 from agent.config import Settings
 from agent.evaluation import conversations, offtopic, retrieval
-from agent.evaluation.routing import eval_service
 from agent.knowledge.ingest import ingest
 from tests.conftest import REPO
-from tests.knowledge_fixtures import open_runtime
+from tests.knowledge_fixtures import eval_run, open_runtime, service_on
 
 HR = REPO / "examples" / "hr-it-handbook"
 
@@ -36,10 +35,10 @@ def hr_settings(tmp_path_factory) -> Settings:
 @pytest.mark.timeout(900)
 async def test_hr_handbook_eval_sections(hr_settings):
     data = yaml.safe_load((HR / "eval" / "eval.yaml").read_text(encoding="utf-8"))
-    async with open_runtime(hr_settings) as rt:
+    async with open_runtime(hr_settings) as rt, service_on(rt) as service:
         ret = await retrieval.evaluate(data["retrieval"], rt, top_k=5)
-        off = await offtopic.evaluate(data["offtopic"], rt, top_k=5, eval_data=data)
-        conv = await conversations.evaluate(data["conversations"], rt, top_k=5, eval_data=data)
+        off = await offtopic.evaluate(data["offtopic"], eval_run(service, data))
+        conv = await conversations.evaluate(data["conversations"], service, top_k=5)
     print("\n" + retrieval.render(ret) + "\n" + offtopic.render(off) + "\n" + conversations.render(conv))
     assert ret["recall@5"] >= 0.9, ret["failures"]
     # thresholds were calibrated on the Texas demo only; here one terse question ("meal per diem
@@ -49,16 +48,12 @@ async def test_hr_handbook_eval_sections(hr_settings):
 
 
 async def test_hr_handbook_routes(hr_settings):
-    async with open_runtime(hr_settings) as rt:
-        service = eval_service(rt)
-        try:
-            route = lambda text: service.router(None).route(text, [])  # noqa: E731
-            assert (await route("hi there")).route == "smalltalk"
-            assert (await route("MFA app?")).route == "knowledge"
-            assert (await route("write a haiku about autumn leaves")).route == "offtopic"
-            # what askdesk says it is about comes from this knowledge base's own titles
-            identity = await service.identity.load(None)
-            assert identity.domain.startswith("the organisation's documents (") and "child" not in identity.domain
-            assert "Sick Leave" in identity.domain and identity.capabilities == identity.domain
-        finally:
-            await service.store.close()
+    async with open_runtime(hr_settings) as rt, service_on(rt) as service:
+        route = service.route
+        assert (await route("hi there")).name == "smalltalk"
+        assert (await route("MFA app?")).name == "knowledge"
+        assert (await route("write a haiku about autumn leaves")).name == "offtopic"
+        # what askdesk says it is about comes from this knowledge base's own titles
+        identity = await service.identity.load(None)
+        assert identity.domain.startswith("the organisation's documents (") and "child" not in identity.domain
+        assert "Sick Leave" in identity.domain and identity.capabilities == identity.domain

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from agent.turn.answer_stream import AnswerText, answer_so_far
+from agent.tools.formatted_context import reference_of
 from agent.turn.citations import Citations, MarkerFilter
 from agent.knowledge.search import Passage
 from agent.messages import ChatMessage
@@ -208,7 +209,7 @@ async def test_fake_server_sse_wire_formats():
 def test_reference_equality_in_cited():
     # the same (source, section) cited through two document numbers is one source
     citations = Citations()
-    citations.number('<document index="1"><document index="2">', [passage("a.md", "S")] * 2)
+    citations.number('<document index="1"><document index="2">', [reference_of(passage("a.md", "S"))] * 2)
     f = MarkerFilter(citations)
     assert f.feed("x [1] y [2]") + f.flush() == "x [1] y [1]"
     assert citations.cited == [Reference(source="a.md", section="S", score=0.9)]
@@ -217,7 +218,8 @@ def test_reference_equality_in_cited():
 
 async def test_loop_numbers_documents_turn_wide_and_cites_only_what_tools_returned():
     """Through the loop with the shipped ScriptedModel (no stream method: the text arrives whole)."""
-    from agent.turn.loop import Prefetched, run_agent
+    from agent.capabilities.base import Found
+    from agent.turn.loop import run_agent
     from agent.prompts import default_prompts
     from agent.providers.function import ScriptedModel
     from agent.tools.base import Tool, ToolRegistry, ToolResult
@@ -226,7 +228,8 @@ async def test_loop_numbers_documents_turn_wide_and_cites_only_what_tools_return
     first, second = [passage("a.md", "A"), passage("b.md", "B")], [passage("c.md", "C")]
 
     def result_of(passages) -> ToolResult:
-        return ToolResult(text=format_passages(passages, 10_000)[0], passages=passages,
+        return ToolResult(text=format_passages(passages, 10_000)[0], data=passages,
+                          documents=[reference_of(p) for p in passages],
                           references=[Reference(source=p.source, section=p.section) for p in passages])
 
     class Args(BaseModel):
@@ -247,7 +250,7 @@ async def test_loop_numbers_documents_turn_wide_and_cites_only_what_tools_return
         shown.append(delta)
 
     run = await run_agent(model=model, registry=registry, prompts=default_prompts(), question="q", history=[],
-                          prefetched=[Prefetched("get_formatted_context", {"query": "q"}, result_of(first))],
+                          found=[Found("knowledge", "get_formatted_context", {"query": "q"}, result_of(first))],
                           max_iterations=3, domain="test", answer=AnswerText(sink))
     # the second search's document was shown to the model as index 3, not 1 again
     assert 'index="3" source="c.md"' in model.calls[1].messages[-1].content

@@ -8,12 +8,11 @@ from __future__ import annotations
 import yaml
 
 from agent.evaluation import offtopic
-from agent.evaluation.routing import eval_service
 from agent.knowledge.vocabulary import Vocabulary
 from agent.messages import ChatMessage
 from agent.understanding.gate import decide, shipped_exemplars
 from tests.conftest import DEV_EVAL, REPO
-from tests.knowledge_fixtures import open_runtime
+from tests.knowledge_fixtures import eval_run, open_runtime, service_on
 
 TEXAS = REPO / "examples" / "texas-childcare"
 
@@ -25,21 +24,17 @@ def _load(name: str) -> dict:
 async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):
     settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
     dev, calibration = _load("dev.yaml"), _load("calibration.yaml")
-    async with open_runtime(settings) as rt:
-        result = await offtopic.evaluate(dev["offtopic"], rt, top_k=5, eval_data=dev)
+    async with open_runtime(settings) as rt, service_on(rt) as service:
+        result = await offtopic.evaluate(dev["offtopic"], eval_run(service, dev))
         assert result["refusal_rate"] == 1.0 and result["false_refusal_rate"] == 0.0, result["failures"]
         # terse Spanish/Vietnamese questions over mostly-English documents are not refused
         on_topic = [q for q in calibration["retrieval"] if q["lang"] in ("es", "vi")]
-        result = await offtopic.evaluate(calibration["offtopic"], rt, top_k=5, eval_data={"retrieval": on_topic})
+        result = await offtopic.evaluate(calibration["offtopic"], eval_run(service, {"retrieval": on_topic}))
         assert result["false_refusal_rate"] == 0.0, result["failures"]
         assert result["refusal_rate"] >= 0.9, result["failures"]
 
-        service = eval_service(rt)
-        try:
-            route = await service.router(None).route("PEIMS #s?", [])
-            assert route.route == "knowledge" and "domain terms" in route.reason  # the documents' own acronym
-        finally:
-            await service.store.close()
+        route = await service.route("PEIMS #s?")
+        assert route.name == "knowledge" and "domain terms" in route.reason  # the documents' own acronym
 
 
 async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_request_still_refused(kb_settings):
@@ -48,18 +43,13 @@ async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_req
     settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
     history = [ChatMessage(role="user", content="whats the most a provider can get paid for a kid w/ disabilities"
                                                   " who needs extra staff?")]
-    async with open_runtime(settings) as rt:
-        service = eval_service(rt)
-        try:
-            router = service.router(None)
-            route = await router.route("can the center kick that process off themselves?", history)
-            assert route.route == "knowledge", route.reason
-            for request in ("what do you think of them Cowboys this season?", "can you turn that into a funny poem?",
-                            "who won the game last night?"):
-                route = await router.route(request, history)
-                assert route.route == "offtopic", (request, route.reason)
-        finally:
-            await service.store.close()
+    async with open_runtime(settings) as rt, service_on(rt) as service:
+        route = await service.route("can the center kick that process off themselves?", history)
+        assert route.name == "knowledge", route.reason
+        for request in ("what do you think of them Cowboys this season?", "can you turn that into a funny poem?",
+                        "who won the game last night?"):
+            route = await service.route(request, history)
+            assert route.name == "offtopic", (request, route.reason)
 
 
 async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_misses(kb_settings):
@@ -74,8 +64,8 @@ async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_m
         {"id": "r5", "question": "can the center kick that process off themselves?", "route": "knowledge",
          "thread": ["whats the most a provider can get paid for a kid w/ disabilities who needs extra staff?"]},
     ]
-    async with open_runtime(settings) as rt:
-        result = await routes.evaluate(items, rt, top_k=5, eval_data={"routes": items})
+    async with open_runtime(settings) as rt, service_on(rt) as service:
+        result = await routes.evaluate(items, eval_run(service, {"routes": items}))
     assert result["n"] == 5 and result["accuracy"] == 0.8  # r5 is answered because it is in its thread
     assert result["failures"] == ["r4 (knowledge -> offtopic)"] and result["confusion"] == {"knowledge -> offtopic": 1}
     assert "80% of 5 messages" in routes.render(result)

@@ -30,8 +30,12 @@ async def kb_runtime(kb_settings):
 
 async def _ask(runtime, tmp_path, question: str = QUESTION, *, router_model_first: bool = False,
                collection: str | None = None, **fields):
+    from bench.variants import ROUTER_FIRST
+    from agent.turn.stages import STAGES
+
     settings = Settings(data_dir=tmp_path / "svc", turn_timeout=BUDGET, **fields)
-    service = Askdesk(settings, runtime, store=MemoryConversationStore(), router_model_first=router_model_first)
+    service = Askdesk(settings, runtime, store=MemoryConversationStore(),
+                      stages=ROUTER_FIRST if router_model_first else STAGES)
     started = time.monotonic()
     try:
         result = await service.answer(AskRequest(text=question, collection=collection))

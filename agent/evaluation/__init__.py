@@ -1,23 +1,44 @@
-"""`askdesk eval FILE`: one module per section of the eval YAML.
+"""`askdesk eval FILE`: score a build against the sections of an eval YAML.
 
-A section module `agent.evaluation.<section>` exposes
-    async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict
-    def render(result: dict) -> str        # human-readable summary
-`eval_data` is the whole file (offtopic needs the retrieval questions too).
-Sections without a module are reported as skipped, never as errors.
+The understanding layer scores `offtopic` and `routes`; every other section belongs to a
+capability (`retrieval` and `conversations` to the knowledge base, a registry's section to
+that registry: `Capability.eval_sections()`). A section object has
+    async def evaluate(items: list[dict], run: EvalRun) -> dict
+    def render(result: dict) -> str
+Sections nobody scores are reported as skipped, never as errors. Everything runs through one
+`Askdesk` service with an in-memory conversation store and the configured models.
 """
 
 from __future__ import annotations
 
-import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agent.runtime import Runtime
+from agent.evaluation import offtopic, routes
 
-SECTIONS = ["retrieval", "offtopic", "conversations", "facility", "routes"]
+
+@dataclass
+class EvalRun:
+    service: Any  # agent.turn.service.Askdesk
+    top_k: int
+    data: dict[str, Any]  # the whole file (offtopic scores the retrieval questions too)
+
+
+class _Core:
+    def __init__(self, module) -> None:
+        self.module = module
+
+    async def evaluate(self, items: list[dict], run: EvalRun) -> dict[str, Any]:
+        return await self.module.evaluate(items, run)
+
+    def render(self, result: dict[str, Any]) -> str:
+        return self.module.render(result)
+
+
+CORE_SECTIONS = {"offtopic": _Core(offtopic), "routes": _Core(routes)}
 
 
 def load_eval_file(path: Path) -> dict[str, Any]:
@@ -27,22 +48,35 @@ def load_eval_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def section_module(name: str):
-    try:
-        return importlib.import_module(f"agent.evaluation.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"agent.evaluation.{name}":
-            raise
-        return None
+def sections(service) -> dict[str, Any]:
+    """Every section this deployment scores, by name."""
+    found: dict[str, Any] = dict(CORE_SECTIONS)
+    for capability in service.capabilities():
+        found.update(capability.eval_sections())
+    return found
 
 
-async def run_eval(path: Path, runtime: Runtime, *, top_k: int = 5) -> dict[str, Any]:
+async def run_eval(path: Path, service, *, top_k: int = 5) -> dict[str, Any]:
     data = load_eval_file(path)
+    known = sections(service)
+    run = EvalRun(service=service, top_k=top_k, data=data)
     results: dict[str, Any] = {}
     for name, items in data.items():
-        module = section_module(name) if name in SECTIONS else None
-        if module is None:
-            results[name] = {"skipped": "section not supported by this build"}
+        section = known.get(name)
+        if section is None:
+            results[name] = {"skipped": "no capability of this deployment scores this section"}
             continue
-        results[name] = await module.evaluate(items or [], runtime, top_k=top_k, eval_data=data)
+        results[name] = await section.evaluate(items or [], run)
     return results
+
+
+def render(service, results: dict[str, Any]) -> dict[str, str]:
+    """Each section's summary text."""
+    known = sections(service)
+    out = {}
+    for name, result in results.items():
+        if "skipped" in result or name not in known:
+            out[name] = f"skipped ({result.get('skipped', 'not scored')})"
+        else:
+            out[name] = known[name].render(result)
+    return out

@@ -14,43 +14,47 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.capabilities.knowledge import knowledge_answer
 from agent.evaluation.retrieval import hit_rank
-from agent.evaluation.routing import eval_service
 from agent.knowledge.fused import search_fused
 from agent.messages import ChatMessage
-from agent.runtime import Runtime
-from agent.search_only import knowledge_answer
 from agent.tools.base import ToolResult
 
 
-async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
-    service = eval_service(runtime)
+class Section:
+    """The `conversations` section of the knowledge capability."""
+
+    async def evaluate(self, items: list[dict], run: Any) -> dict[str, Any]:
+        return await evaluate(items, run.service, top_k=run.top_k)
+
+    def render(self, result: dict[str, Any]) -> str:
+        return render(result)
+
+
+async def evaluate(items: list[dict], service: Any, *, top_k: int) -> dict[str, Any]:
     hits = 0
     n = 0
     failures: list[str] = []
     queries: dict[str, str] = {}
-    try:
-        for conv in items:
-            history: list[ChatMessage] = []
-            for turn_no, turn in enumerate(conv.get("turns") or [], start=1):
-                n += 1
-                question = str(turn["question"])
-                route = await service.router(None).route(question, history)
-                label = f"{conv['id']}#{turn_no}"
-                queries[label] = " || ".join([route.query, *(q for q, _ in route.also)])
-                searches = [(route.query, 1.0), *route.also]  # the router's fused searches (a follow-up in its thread)
-                passages = (await search_fused(runtime, searches, top_k=top_k)
-                            if route.route in ("knowledge", "clarify") else [])
-                if hit_rank(passages, list(turn.get("must_contain") or [])) is not None:
-                    hits += 1
-                else:
-                    failures.append(label)
-                history.append(ChatMessage(role="user", content=question))
-                if passages:
-                    reply = knowledge_answer(ToolResult(text="", passages=passages), service.prompts)
-                    history.append(ChatMessage(role="assistant", content=reply))
-    finally:
-        await service.store.close()
+    for conv in items:
+        history: list[ChatMessage] = []
+        for turn_no, turn in enumerate(conv.get("turns") or [], start=1):
+            n += 1
+            question = str(turn["question"])
+            route = await service.route(question, history)
+            label = f"{conv['id']}#{turn_no}"
+            queries[label] = " || ".join([route.query, *(q for q, _ in route.also)])
+            searches = [(route.query, 1.0), *route.also]  # the router's fused searches (a follow-up in its thread)
+            passages = (await search_fused(service.runtime, searches, top_k=top_k)
+                        if route.name in ("knowledge", "clarify") else [])
+            if hit_rank(passages, list(turn.get("must_contain") or [])) is not None:
+                hits += 1
+            else:
+                failures.append(label)
+            history.append(ChatMessage(role="user", content=question))
+            if passages:
+                reply = knowledge_answer(ToolResult(text="", data=passages), service.prompts)
+                history.append(ChatMessage(role="assistant", content=reply))
     return {
         f"recall@{top_k}": round(hits / n, 4) if n else 0.0,
         "n": n,

@@ -13,7 +13,20 @@ from agent.facilities.command import run_facility_command
 from agent.runtime import Runtime
 
 
-async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
+class Section:
+    """The `facility` section of the facility registry."""
+
+    def __init__(self, capability) -> None:
+        self.capability = capability
+
+    async def evaluate(self, items: list[dict], run: Any) -> dict[str, Any]:
+        return await evaluate(items, self.capability.runtime)
+
+    def render(self, result: dict[str, Any]) -> str:
+        return render(result)
+
+
+async def evaluate(items: list[dict], runtime: Runtime) -> dict[str, Any]:
     collection = runtime.settings.facilities_collection
     if items and not await runtime.store.collection_exists(collection):
         return {"skipped": f"facility registry not loaded (no collection '{collection}'): "

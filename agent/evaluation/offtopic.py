@@ -10,30 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.evaluation.routing import eval_service
-from agent.runtime import Runtime
 
 
-async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
-    service = eval_service(runtime)
+async def evaluate(items: list[dict], run: Any) -> dict[str, Any]:
+    service = run.service
     failures: list[str] = []
     refused = 0
-    try:
-        for item in items:
-            route = await service.router(None).route(str(item["question"]), [])
-            if route.route == "offtopic":
-                refused += 1
-            else:
-                failures.append(str(item["id"]))
-        on_topic = [q for q in eval_data.get("retrieval") or [] if q.get("question")]
-        false_refusals = 0
-        for item in on_topic:
-            route = await service.router(None).route(str(item["question"]), [])
-            if route.route == "offtopic":
-                false_refusals += 1
-                failures.append(str(item["id"]))
-    finally:
-        await service.store.close()
+    for item in items:
+        route = await service.route(str(item["question"]))
+        if route.name == "offtopic":
+            refused += 1
+        else:
+            failures.append(str(item["id"]))
+    on_topic = [q for q in run.data.get("retrieval") or [] if q.get("question")]
+    false_refusals = 0
+    for item in on_topic:
+        route = await service.route(str(item["question"]))
+        if route.name == "offtopic":
+            false_refusals += 1
+            failures.append(str(item["id"]))
     n = len(items)
     return {
         "refusal_rate": round(refused / n, 4) if n else 0.0,

@@ -81,6 +81,16 @@ async def evaluate(
     return score(ranks, langs, top_k)
 
 
+class Section:
+    """The `retrieval` section of the knowledge capability."""
+
+    async def evaluate(self, items: list[dict], run: Any) -> dict[str, Any]:
+        return await evaluate(items, run.service.runtime, top_k=run.top_k)
+
+    def render(self, result: dict[str, Any]) -> str:
+        return render(result)
+
+
 def render(result: dict[str, Any]) -> str:
     if "skipped" in result:
         return f"skipped ({result['skipped']})"

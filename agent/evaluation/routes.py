@@ -14,25 +14,20 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from agent.evaluation.routing import eval_service
 from agent.messages import ChatMessage
-from agent.runtime import Runtime
 
 
-async def evaluate(items: list[dict], runtime: Runtime, *, top_k: int, eval_data: dict) -> dict[str, Any]:
-    service = eval_service(runtime)
+async def evaluate(items: list[dict], run: Any) -> dict[str, Any]:
+    service = run.service
     failures: list[str] = []
     confusion: Counter[str] = Counter()
-    try:
-        for item in items:
-            thread = [ChatMessage(role="user", content=str(m)) for m in item.get("thread") or []]
-            route = await service.router(None).route(str(item["question"]), thread)
-            expected = str(item["route"])
-            if route.route != expected:
-                failures.append(f"{item['id']} ({expected} -> {route.route})")
-                confusion[f"{expected} -> {route.route}"] += 1
-    finally:
-        await service.store.close()
+    for item in items:
+        thread = [ChatMessage(role="user", content=str(m)) for m in item.get("thread") or []]
+        route = await service.route(str(item["question"]), thread)
+        expected = str(item["route"])
+        if route.name != expected:
+            failures.append(f"{item['id']} ({expected} -> {route.name})")
+            confusion[f"{expected} -> {route.name}"] += 1
     n = len(items)
     return {
         "accuracy": round((n - len(failures)) / n, 4) if n else 0.0,

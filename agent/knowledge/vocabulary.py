@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -64,9 +63,6 @@ class Vocabulary:
         return found
 
 
-_cache: "weakref.WeakKeyDictionary[object, dict[str, tuple[float, Vocabulary]]]" = weakref.WeakKeyDictionary()
-
-
 async def _load(runtime, collection: str) -> Vocabulary:
     vocab = Vocabulary()
     if await runtime.store.collection_exists(collection):
@@ -88,18 +84,18 @@ async def _load(runtime, collection: str) -> Vocabulary:
                 vocab.chunks += 1
             if offset is None:
                 break
-    _cache.setdefault(runtime.store, {})[collection] = (time.monotonic(), vocab)
+    runtime.caches[("vocabulary", collection)] = (time.monotonic(), vocab)
     return vocab
 
 
 async def vocabulary(runtime, collection: str | None = None) -> Vocabulary:
     """The collection's vocabulary (cached; re-read after TTL_SECONDS or an ingest)."""
     collection = collection or runtime.settings.collection
-    hit = _cache.get(runtime.store, {}).get(collection)
+    hit = runtime.caches.get(("vocabulary", collection))
     if hit is not None and time.monotonic() - hit[0] < TTL_SECONDS:
         return hit[1]
     return await _load(runtime, collection)
 
 
 def forget_vocabulary(runtime, collection: str) -> None:
-    _cache.get(runtime.store, {}).pop(collection, None)
+    runtime.caches.pop(("vocabulary", collection), None)

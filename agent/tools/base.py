@@ -14,23 +14,21 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.facilities.schema import FacilityHit
-from agent.knowledge.search import Passage
 from agent.references import Reference
 
 
 class ToolResult(BaseModel):
     """What a tool returns. `text` goes back to the model; `references` feed the answer's
-    citations; the typed fields say what it found, for the loop, search-only answers and
-    surfaces: knowledge `passages` (`weak_evidence` when none closely matches the query)
-    and registry `facilities`. A failed tool returns only `text` (the error, for the model)."""
+    sources; `documents` are the references of the `<document index=n>` blocks in `text`, in
+    order (what an `[n]` citation points at); `weak_evidence` says none closely matches the
+    query; `data` is what the tool found in its capability's own type (passages, records), read
+    only by that capability. A failed tool returns only `text` (the error, for the model)."""
 
     text: str
     references: list[Reference] = Field(default_factory=list)
-    passages: list[Passage] = Field(default_factory=list)
+    documents: list[Reference] = Field(default_factory=list)
     weak_evidence: bool = False
-    facilities: list[FacilityHit] = Field(default_factory=list)
-    data: Any = None  # what a capability's tool found, in the capability's own type (only it reads it)
+    data: Any = None
 
 
 ToolFn = Callable[[BaseModel], Awaitable[ToolResult]]

@@ -95,7 +95,8 @@ async def get_formatted_context(
         ref = reference_of(p)
         if all((r.source, r.section) != (ref.source, ref.section) for r in refs):
             refs.append(ref)
-    return ToolResult(text=text, references=refs, passages=used, weak_evidence=weak)
+    return ToolResult(text=text, references=refs, documents=[reference_of(p) for p in used], weak_evidence=weak,
+                      data=used)
 
 
 def make_tool(runtime: "Runtime", *, collection: str | None = None) -> Tool:

@@ -31,7 +31,7 @@ def make_tool(runtime: "Runtime", *, facilities_collection: str | None = None) -
             )
             for hit in results.facilities
         ]
-        return ToolResult(text=results.text, references=references, facilities=results.facilities)
+        return ToolResult(text=results.text, references=references, data=results.facilities)
 
     return Tool(
         name="search_facilities",

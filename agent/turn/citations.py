@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent.knowledge.search import Passage
 from agent.references import Reference
-from agent.tools.formatted_context import reference_of
 
 _DOC_INDEX = re.compile(r'(<document index=")(\d+)(")')
 _MAX_MARKER_DIGITS = 3  # "[2024]" is a year, not a citation
@@ -30,16 +28,16 @@ class Citations:
         self._display: dict[tuple[str, str], int] = {}  # (source, section) -> number shown
         self.cited: list[Reference] = []
 
-    def number(self, text: str, passages: Sequence[Passage]) -> str:
+    def number(self, text: str, documents: Sequence[Reference]) -> str:
         """Renumber the `<document index>` blocks of one tool result turn-wide and remember
-        which reference each number stands for (`passages`: the result's, in index order)."""
+        which reference each number stands for (`documents`: the result's, in index order)."""
         offset = len(self.documents)
 
         def renumber(match: re.Match[str]) -> str:
             local = int(match.group(2))
             number = offset + local
-            if 0 < local <= len(passages):
-                self.documents[number] = reference_of(passages[local - 1])
+            if 0 < local <= len(documents):
+                self.documents[number] = documents[local - 1]
             return f"{match.group(1)}{number}{match.group(3)}"
 
         return _DOC_INDEX.sub(renumber, text)

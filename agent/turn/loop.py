@@ -16,43 +16,29 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.turn.answer_stream import AnswerText
-from agent.turn.citations import Citations
-from agent.facilities.schema import FacilityHit
+from agent.capabilities.base import Found
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
-from agent.providers.base import Model, ProviderError, Usage
+from agent.providers.base import Model
 from agent.references import Reference
 from agent.turn.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
 from agent.tools.base import ToolRegistry, ToolResult
 from agent.tracing import NOOP, Span
-
-# Surfaces pass this to show tool progress ("Searching the knowledge base…").
-ProgressFn = Callable[[str], Awaitable[None]]
-
-
-@dataclass
-class Prefetched:
-    """A tool result computed before the first model call (router query -> tool)."""
-
-    name: str
-    arguments: dict[str, Any]
-    result: ToolResult
-    llm_calls: int = 0  # model calls made to build the arguments (a facility query's extraction)
+from agent.turn.answer_stream import AnswerText
+from agent.turn.citations import Citations
+from agent.turn.state import ProgressFn
 
 
 @dataclass
 class RunState:
     messages: list[ChatMessage]
     turn: int = 0
-    usages: list[Usage] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
-    facilities: list[FacilityHit] = field(default_factory=list)
+    data: dict[str, list[Any]] = field(default_factory=dict)  # tool name -> what each call found
     tool_seconds: float = 0.0
 
 
@@ -61,9 +47,8 @@ class LoopResult:
     answer: str
     references: list[Reference]
     confidence: float | None
-    usages: list[Usage]
     tool_calls: list[str]
-    facilities: list[FacilityHit]
+    data: dict[str, list[Any]]
     hit_cap: bool = False
     tool_seconds: float = 0.0
 
@@ -84,12 +69,13 @@ def resolve_references(citations: list[Citation], retrieved: list[Reference]) ->
 
 
 def _absorb(state: RunState, name: str, result: ToolResult) -> None:
-    """Keep what a tool found: its references (for citations) and facilities (for surfaces)."""
+    """Keep what a tool found: its references (for citations) and data (for surfaces)."""
     state.tool_calls.append(name)
     for ref in result.references:
         if all((r.source, r.section) != (ref.source, ref.section) for r in state.references):
             state.references.append(ref)
-    state.facilities.extend(result.facilities)
+    if result.data is not None:
+        state.data.setdefault(name, []).append(result.data)
 
 
 async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolResult:
@@ -99,10 +85,10 @@ async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolR
     return result
 
 
-def render_prefetched(prefetched: list[Prefetched], citations: Citations | None = None) -> str:
+def render_found(found: list[Found], citations: Citations | None = None) -> str:
     citations = citations or Citations()
-    blocks = [f'<tool_result name="{p.name}">\n{citations.number(p.result.text, p.result.passages)}\n</tool_result>'
-              for p in prefetched]
+    blocks = [f'<tool_result name="{f.tool}">\n{citations.number(f.result.text, f.result.documents)}\n</tool_result>'
+              for f in found]
     return "\n\n".join(blocks)
 
 
@@ -113,7 +99,7 @@ async def run_agent(
     prompts: PromptSet,
     question: str,
     history: list[ChatMessage],
-    prefetched: list[Prefetched],
+    found: list[Found],
     max_iterations: int,
     domain: str,
     progress: ProgressFn | None = None,
@@ -121,15 +107,16 @@ async def run_agent(
     tool_specs: list[dict[str, Any]] | None = None,
     answer: AnswerText | None = None,
 ) -> LoopResult:
-    """Run steps until a final answer or the turn cap. ProviderError propagates to the service,
-    its `attempts` holding every model call of the run.
+    """Run steps until a final answer or the turn cap; a ProviderError propagates to the turn
+    (the turn's ledger has counted every call, see agent/turn/state.py).
 
+    `found`: what the route's capability found before the first model call (in the prompt).
     `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
     generation is the most expensive step of a turn outside the model).
-    `answer`: where the answer text goes (streamed when its sink is set and the model can stream)."""
+    `answer`: where the answer text goes (streamed token by token when its sink is set)."""
     answer = answer or AnswerText(None, Citations())
     citations = answer.citations
-    streaming = answer.sink is not None and getattr(model, "stream", None) is not None
+    streaming = answer.sink is not None
 
     async def interrupted(error: Exception, more: bool) -> None:
         if more:  # the last model's failure is the caller's to report
@@ -139,13 +126,13 @@ async def run_agent(
         "agent",
         domain=domain,
         tools=tool_specs if tool_specs is not None else registry.describe(),
-        prefetched=render_prefetched(prefetched, citations),
-        weak_evidence=any(p.result.weak_evidence for p in prefetched),
+        prefetched=render_found(found, citations),
+        weak_evidence=any(f.result.weak_evidence for f in found),
         max_iterations=max_iterations,
     )
     state = RunState(messages=[ChatMessage(role="system", content=system), *history, ChatMessage(role="user", content=question)])
-    for p in prefetched:
-        _absorb(state, p.name, p.result)
+    for f in found:
+        _absorb(state, f.tool, f.result)
 
     while True:
         if state.turn >= max_iterations:
@@ -162,14 +149,9 @@ async def run_agent(
                                                 on_interrupt=interrupted)
             else:
                 completion = await model.complete(messages, AgentStep)
-        except ProviderError as exc:
-            child.end(error=str(exc))
-            exc.attempts = [*state.usages, *exc.attempts]  # the run's calls, for the turn's count
-            raise
         except Exception as exc:
             child.end(error=str(exc))
             raise
-        state.usages.extend(completion.attempts)
         step = completion.output.step
         child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
 
@@ -179,9 +161,8 @@ async def run_agent(
                 answer=text,
                 references=list(citations.cited) or resolve_references(step.references, state.references),
                 confidence=step.confidence,
-                usages=state.usages,
                 tool_calls=state.tool_calls,
-                facilities=state.facilities,
+                data=state.data,
                 tool_seconds=state.tool_seconds,
             )
 
@@ -197,7 +178,7 @@ async def run_agent(
         for call, result in zip(step.calls, results):
             _absorb(state, call.name, result)
             state.messages.append(ChatMessage(role="tool", name=call.name,
-                                              content=citations.number(result.text, result.passages)))
+                                              content=citations.number(result.text, result.documents)))
 
 
 async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn | None) -> None:
@@ -218,9 +199,8 @@ def _capped(state: RunState, text: str) -> LoopResult:
         answer=text,
         references=state.references[:5],
         confidence=None,
-        usages=state.usages,
         tool_calls=state.tool_calls,
-        facilities=state.facilities,
+        data=state.data,
         hit_cap=True,
         tool_seconds=state.tool_seconds,
     )

@@ -1,7 +1,7 @@
 """The structured outputs the models return (instructor response models).
 
-An agent step is a tagged union: either tool calls or a final answer. The router returns a
-`RouterDecision`. Field descriptions are part of the schema the model sees, so they are
+An agent step is a tagged union: either tool calls or a final answer (the router model's
+`RouterDecision` is built from the deployment's routes: agent/understanding/router.py). Field descriptions are part of the schema the model sees, so they are
 written for the model.
 """
 
@@ -11,9 +11,6 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
-
-RouteName = Literal["offtopic", "smalltalk", "knowledge", "facility", "clarify"]
-
 
 class ToolCall(BaseModel):
     name: str = Field(description="Name of the tool to call, exactly as listed.")
@@ -58,13 +55,3 @@ class AgentStep(BaseModel):
     # A plain union (the `kind` literals tell the branches apart): a pydantic discriminator
     # cannot survive instructor's Partial[...] (streamed steps make every field optional).
     step: ToolCalls | FinalAnswer
-
-
-class RouterDecision(BaseModel):
-    """How to handle one message."""
-
-    route: RouteName = Field(description="offtopic | smalltalk | knowledge | facility | clarify")
-    search_query: str | None = Field(
-        None, description="Self-contained search query (follow-ups rewritten with the thread); knowledge/facility only."
-    )
-    clarification: str | None = Field(None, description="For clarify: one short question to ask the user.")

@@ -17,7 +17,6 @@ after the first run costs a cache read.
 from __future__ import annotations
 
 import logging
-import weakref
 from dataclasses import dataclass
 from importlib import resources
 
@@ -83,9 +82,6 @@ class _Exemplars:
         return float(sims.max()) if len(sims) else -1.0
 
 
-_exemplar_cache: "weakref.WeakKeyDictionary[object, dict[tuple, _Exemplars]]" = weakref.WeakKeyDictionary()
-
-
 async def _embed_queries(runtime, texts: list[str]) -> np.ndarray:
     """Query-mode vectors (e5 embeds questions and passages differently), cached on disk."""
     embedder = runtime.embedder()
@@ -111,7 +107,7 @@ async def _embed_queries(runtime, texts: list[str]) -> np.ndarray:
 
 async def exemplars(runtime, domain: Domain) -> _Exemplars:
     key = (runtime.settings.embedder, tuple(domain.offtopic))
-    per_runtime = _exemplar_cache.setdefault(runtime.store, {})  # one per process runtime
+    per_runtime = runtime.caches.setdefault(("offtopic exemplars", None), {})
     if key not in per_runtime:
         texts = shipped_exemplars() + list(domain.offtopic)
         per_runtime[key] = _Exemplars(await _embed_queries(runtime, texts), [detect_language(t) for t in texts])

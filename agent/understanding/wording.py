@@ -1,12 +1,12 @@
-"""The LLM-free pre-filter: rules and knowledge-base similarity decide the clear cases.
+"""What the wording of a message says, before any search or model call.
 
-It runs before any model call, so greetings, facility searches, clearly off-topic
-messages and questions that closely match the knowledge base never pay for the router
-model. Without an LLM key it is the whole router. It holds no word of any domain: whether a
-message is on-topic is decided by meaning against the knowledge base and shipped off-topic
-examples (agent/understanding/gate.py); the domain's own words come from the knowledge base and the
-deployment's domain file (agent/understanding/domain.py). Deliberately biased towards answering: a terse
-on-topic question ("PEIMS #s?") must never be refused.
+Greetings, follow-ups ("and for a family of 6?"), words that point back at the thread, a
+registry search recognised by its words (each registry capability `claims` its own), and the
+message rewritten with its thread for a search. No word of any domain lives here: these are
+patterns of how people write, in English, Spanish and Vietnamese; whether a message is
+on-topic is decided by meaning (agent/understanding/gate.py), with the similarity verdict at
+the end of this module. Deliberately biased towards answering: a terse on-topic question
+("PEIMS #s?") must never be refused.
 """
 
 from __future__ import annotations
@@ -15,11 +15,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from agent.accents import fold
-from agent.understanding.domain import EMPTY, Domain
 from agent.facilities.words import shipped_words
 from agent.messages import ChatMessage
 from agent.understanding.gate import TopicVerdict
+
+if TYPE_CHECKING:
+    from agent.capabilities.base import Capability
 
 # No domain words here: the knowledge base's own vocabulary and the deployment's domain file
 # (agent/understanding/domain.py) supply them; these patterns are about how people write, in any domain.
@@ -32,12 +37,6 @@ _GREETING_RE = re.compile(
     re.IGNORECASE,
 )
 
-# Facility search: a word naming a facility (generic ones + the domain file's) or a criterion of
-# the registry's schema (agent/facilities/query_parser.py), plus a place / distance / capacity / hours.
-_PLACE_RE = re.compile(
-    r"(\b\d{5}\b|\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b|\bnear (me|\w+)|\b[A-Z][a-z]+ (county|co\.)\b|"
-    r"\b\d+\+? (kids|children|slots|capacity)\b|\bopen (by|until|till|at) \d|" + shipped_words().place_marker_re() + ")",
-)
 # Asking about amounts, rules or reasons: a question for the documents, even with a place in it
 # (agent/data/facility_words.yaml, en/es/vi; matched on lower-cased, accent-folded text).
 _KNOWLEDGE_MARKERS_RE = shipped_words().knowledge_marker_re()
@@ -71,18 +70,20 @@ def is_greeting(text: str) -> bool:
     return bool(_GREETING_RE.match(normalize(text)))
 
 
-def looks_like_facility_search(text: str, domain: Domain = EMPTY) -> bool:
-    """"centers within 10 miles of 78702", "infant care in San Antonio": a facility noun (generic or
-    the domain file's) or an age group / service of the registry's schema, plus a place."""
-    from agent.facilities.query_parser import mentions_facility_criteria
+def asks_about_rules(text: str) -> bool:
+    """"how much does TWC pay a daycare in Houston?": amounts, rules or reasons are for the
+    documents even when the message names a place and a registry's records."""
+    return bool(_KNOWLEDGE_MARKERS_RE.search(fold(normalize(text)).lower()))
 
+
+def claimed_by(text: str, capabilities: Iterable["Capability"]) -> "Capability | None":
+    """The registry whose search the wording alone makes `text` ("infant care in San Antonio"),
+    unless it asks about amounts or rules."""
     text = normalize(text)
-    folded = fold(text)
-    if not _PLACE_RE.search(folded):
-        return False
-    if not (domain.names_facility(text) or mentions_facility_criteria(text)):
-        return False
-    return not _KNOWLEDGE_MARKERS_RE.search(folded.lower())
+    for capability in capabilities:
+        if capability.claims(text):
+            return None if asks_about_rules(text) else capability
+    return None
 
 
 def refers_back(text: str) -> bool:
@@ -180,15 +181,16 @@ class PrefilterVerdict:
     followup: bool = False
 
 
-def classify_rules(text: str, history: list[ChatMessage], domain: Domain = EMPTY) -> PrefilterVerdict:
-    """Everything the pre-filter can say from the wording alone (greetings, facility searches);
+def classify_rules(text: str, history: list[ChatMessage], capabilities: Iterable["Capability"] = ()) -> PrefilterVerdict:
+    """Everything the pre-filter can say from the wording alone (greetings, registry searches);
     whether a message is on-topic is decided by meaning (agent/understanding/gate.py)."""
     text = normalize(text)
     followup = is_followup(text, history)
     if is_greeting(text):
         return PrefilterVerdict("smalltalk", "greeting")
-    if looks_like_facility_search(text, domain):
-        return PrefilterVerdict("facility", "facility words + place", followup)
+    claimed = claimed_by(text, capabilities)
+    if claimed is not None:
+        return PrefilterVerdict(claimed.name, f"{claimed.name} words + place", followup)
     return PrefilterVerdict(None, "needs similarity", followup)
 
 

@@ -20,8 +20,10 @@ def eval_cmd(
     top_k: int = typer.Option(5, "--top-k", min=1, max=50, help="Passages per question."),
 ) -> None:
     """Run every section of FILE this build supports; others are reported as skipped."""
-    from agent.evaluation import load_eval_file, run_eval, section_module
+    from agent.evaluation import load_eval_file, render, run_eval
     from agent.knowledge.search import KnowledgeBaseUnavailable
+    from agent.state.memory import MemoryConversationStore
+    from agent.turn.service import Askdesk
 
     if not file.is_file():
         typer.echo(f"error: {file} is not a file", err=True)
@@ -33,14 +35,18 @@ def eval_cmd(
         raise typer.Exit(2) from None
 
     async def main():
-        runtime = Runtime.open(load_settings())
+        settings = load_settings()
+        runtime = Runtime.open(settings)
+        service = Askdesk(settings, runtime, store=MemoryConversationStore())  # keeps nothing on disk
         try:
-            return await run_eval(file, runtime, top_k=top_k)
+            results = await run_eval(file, service, top_k=top_k)
+            return results, render(service, results)
         finally:
+            await service.close()
             await runtime.close()
 
     try:
-        results = asyncio.run(main())
+        results, rendered = asyncio.run(main())
     except KnowledgeBaseUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -53,14 +59,9 @@ def eval_cmd(
     if as_json:
         typer.echo(json.dumps(results, indent=2, ensure_ascii=False, default=str))
         return
-    for name, result in results.items():
+    for name, text in rendered.items():
         typer.echo(f"== {name}")
-        module = section_module(name) if "skipped" not in result else None
-        if module is None or not hasattr(module, "render"):
-            reason = result.get("skipped", "no renderer") if isinstance(result, dict) else "no renderer"
-            typer.echo(f"skipped ({reason})")
-        else:
-            typer.echo(module.render(result))
+        typer.echo(text)
         typer.echo("")
 
 

@@ -1,0 +1,112 @@
+"""The knowledge base as a capability: the `get_formatted_context` tool over one collection,
+its search before the first model call, and its search-only answer (the best passages with
+their sources, exactly what a model would have been given).
+
+Bound to one knowledge collection (a Slack channel may use another: `slack_channel_collections`).
+It claims no message by its wording: whether a message is for the documents is decided by
+meaning (agent/understanding/gate.py), and everything no registry claims is theirs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent.capabilities.base import Command, CommandResult, EvalSection, Found, SearchOnly
+from agent.tools.base import Tool, ToolResult
+from agent.tools.formatted_context import MAX_TOP_K, get_formatted_context, make_tool
+
+if TYPE_CHECKING:
+    from agent.knowledge.search import Passage
+    from agent.knowledge.vocabulary import Vocabulary
+    from agent.prompts import PromptSet
+    from agent.providers.base import Model
+    from agent.runtime import Runtime
+
+TOOL = "get_formatted_context"
+PASSAGE_CHARS = 350  # of each passage in a search-only answer
+MAX_PASSAGES = 5
+
+
+def passages(found: Found | None) -> list["Passage"]:
+    return list(found.result.data or []) if found is not None else []
+
+
+def best_score(found: Found | None) -> float | None:
+    """The best dense similarity of what was found to its query (None: nothing to judge by)."""
+    scores = [p.dense_score for p in passages(found) if p.dense_score is not None]
+    return max(scores) if scores else None
+
+
+def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def knowledge_answer(result: ToolResult | None, prompts: "PromptSet") -> str:
+    """The best passages with where each comes from (no model)."""
+    found = list(result.data or []) if result is not None else []
+    if not found:
+        return prompts.render("search_only_empty")
+    lines = [prompts.render("search_only_weak" if result.weak_evidence else "search_only_header")]  # type: ignore[union-attr]
+    for i, p in enumerate(found[:MAX_PASSAGES], start=1):
+        where = p.title or p.source
+        if p.section:
+            where += f" — {p.section}"
+        lines.append(f"\n{i}. {excerpt(p.text)}\n   (source: {where})")
+    return "\n".join(lines)
+
+
+class KnowledgeCapability:
+    name = "knowledge"
+    kind = "knowledge"
+    description = ("a question the organisation's documents could answer (policies, eligibility, rates, payments, "
+                   "reports, plans, programs, procedures), in any language, even when terse or full of the "
+                   "documents' own abbreviations and codes.")
+
+    def __init__(self, runtime: "Runtime", collection: str | None = None) -> None:
+        self.runtime = runtime
+        self.collection = collection  # None: the default collection (settings.collection)
+        self._tool = make_tool(runtime, collection=collection)
+
+    def tools(self) -> list[Tool]:
+        return [self._tool]
+
+    def claims(self, text: str) -> bool:
+        return False
+
+    def arguments(self, query: str) -> dict[str, Any]:
+        return {"query": query, "top_k": min(self.runtime.settings.top_k, MAX_TOP_K)}
+
+    async def search(self, query: str, also: tuple[tuple[str, float], ...] = ()) -> Found:
+        """The tool's search for `query` (fused with `also`: a message in its thread's context);
+        raises KnowledgeBaseUnavailable when the store is down."""
+        arguments = self.arguments(query)
+        result = await get_formatted_context(self.runtime, query, arguments["top_k"], collection=self.collection,
+                                             also=list(also))
+        return Found(self.name, TOOL, arguments, result, query)
+
+    async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
+        return await self.search(query)
+
+    def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
+        result = found.result if found is not None else None
+        references = result.references[:MAX_PASSAGES] if result is not None else []
+        return SearchOnly(text=knowledge_answer(result, prompts), references=list(references))
+
+    async def vocabulary(self) -> "Vocabulary":
+        from agent.knowledge.vocabulary import vocabulary
+
+        return await vocabulary(self.runtime, self.collection)
+
+    def commands(self) -> list[Command]:
+        return []
+
+    async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
+        raise KeyError(name)
+
+    def eval_sections(self) -> dict[str, EvalSection]:
+        from agent.evaluation import conversations, retrieval
+
+        return {"retrieval": retrieval.Section(), "conversations": conversations.Section()}

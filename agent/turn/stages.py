@@ -1,0 +1,150 @@
+"""The stages of one turn, in order. Each reads and writes the `Turn` (agent/turn/state.py):
+
+    check -> recall -> read -> classify -> retrieve -> respond
+
+check: an empty or too long message gets a note. recall: the thread's history. read: what the
+wording alone says. classify: the route (the gate and the router model read what the turn's
+retrieval found for the message). retrieve: what the route's capability finds before the first
+model call. respond: the agent loop over every capability's tools, or the capability's
+search-only answer without a model, or the turn's own reply (refusal, greeting, clarifying
+question). A stage that finds `turn.result` set has nothing to do. The service wraps the stages
+in the turn's deadline, the apology and remembering; a benchmark passes its own stage tuple.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from agent.answers import AnswerResult
+from agent.capabilities.base import Found
+from agent.deadline import ROUTER_SHARE, deadline, remaining
+from agent.providers.base import ProviderError
+from agent.state.memory import trim_history
+from agent.turn.context import TurnContext
+from agent.turn.degrade import search_results_instead
+from agent.turn.loop import run_agent
+from agent.turn.state import CountedModel, Turn
+from agent.understanding.router import describe
+
+log = logging.getLogger("askdesk.service")
+
+Stage = Callable[[Turn, TurnContext], Awaitable[None]]
+
+
+async def check(turn: Turn, ctx: TurnContext) -> None:
+    if problem := ctx.input_problem(turn.text):
+        turn.result = AnswerResult(answer=problem, route="clarify")
+        turn.remember = False
+
+
+async def recall(turn: Turn, ctx: TurnContext) -> None:
+    if turn.result is not None:
+        return
+    req = turn.request
+    history = req.history if req.history is not None else (await ctx.store.load(req.surface, req.thread_id)).messages
+    turn.history = trim_history([m for m in history if m.role in ("user", "assistant")], ctx.settings.history_chars)
+    turn.identity = await ctx.identities.load(ctx.collection)
+
+
+async def read(turn: Turn, ctx: TurnContext) -> None:
+    if turn.result is None:
+        turn.reading = ctx.classifier.read(turn.text, turn.history)
+
+
+async def classify(turn: Turn, ctx: TurnContext) -> None:
+    if turn.result is not None:
+        return
+    span = turn.span.child("router", "chain", {"text": turn.text})
+    with deadline(ctx.settings.turn_timeout * ROUTER_SHARE):  # past it, the LLM-free pre-filter routes
+        turn.route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=router(turn, ctx),
+                                                 identity=turn.identity, span=span)
+    span.end(describe(turn.route) | {"query": turn.route.query})
+
+
+async def retrieve(turn: Turn, ctx: TurnContext) -> None:
+    if turn.result is not None:
+        return
+    capability = ctx.capabilities.get(turn.route.name)
+    if capability is None:  # refusal, greeting, clarifying question: nothing to search
+        return
+    if turn.progress is not None:
+        await turn.progress(capability.tools()[0].progress)
+    turn.found = await search(turn, ctx)
+
+
+async def search(turn: Turn, ctx: TurnContext) -> list[Found]:
+    """What the route's capability finds for the routed query (knowledge: the search the
+    classification already ran, when it did)."""
+    route = turn.route
+    if route.name == ctx.knowledge.name:
+        return [await turn.retrieval.get(route.query, tuple(route.also))]
+    found = await ctx.capabilities.get(route.name).prefetch(route.query, model=router(turn, ctx))
+    return [found] if found is not None else []
+
+
+async def respond(turn: Turn, ctx: TurnContext) -> None:
+    if turn.result is not None:
+        return
+    route, identity = turn.route, turn.identity
+    if route.name in ("offtopic", "smalltalk"):
+        name = "refusal" if route.name == "offtopic" else "greeting"
+        turn.result = result(turn, answer=ctx.prompts.render(
+            name, capabilities=identity.capabilities, examples=identity.examples))
+        return
+    if route.name == "clarify":
+        turn.result = result(turn, answer=route.clarification or ctx.prompts.render("clarification"))
+        return
+    if ctx.models.agent is None:
+        turn.result = search_only(turn, ctx, ctx.models.notice)
+        return
+    try:
+        async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
+            run = await run_agent(
+                model=CountedModel(ctx.models.agent, turn.ledger), registry=ctx.tools, prompts=ctx.prompts,
+                question=turn.text, history=turn.history, found=turn.found, max_iterations=ctx.settings.max_iterations,
+                domain=identity.domain, progress=turn.progress, span=turn.span, tool_specs=ctx.tool_specs,
+                answer=turn.answer_text)
+    except (ProviderError, TimeoutError) as exc:
+        log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
+        if not turn.found:  # nothing was searched before the model (a benchmark's stages): search now
+            turn.found = await search_in_reserve(turn, ctx)
+        turn.result = await search_results_instead(exc, search_only(turn, ctx, ctx.models.notice), turn.answer_text,
+                                                   ctx.prompts)
+        return
+    turn.result = result(turn, answer=run.answer, references=run.references, confidence=run.confidence,
+                         tool_calls=run.tool_calls, data=run.data)
+
+
+STAGES: tuple[Stage, ...] = (check, recall, read, classify, retrieve, respond)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def router(turn: Turn, ctx: TurnContext) -> CountedModel | None:
+    """The router model, its calls counted in the turn's ledger."""
+    return CountedModel(ctx.models.router, turn.ledger) if ctx.models.router is not None else None
+
+
+def result(turn: Turn, **fields) -> AnswerResult:
+    """The turn's answer with what every answer says about its route."""
+    route = turn.route
+    return AnswerResult(route=route.name, rewritten_query=route.searched if route.rewritten else None, **fields)
+
+
+def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResult:
+    """The route's capability answers from what it found, without a model."""
+    capability = ctx.capabilities.get(turn.route.name)
+    shown = capability.search_only(turn.found[0] if turn.found else None, ctx.prompts)
+    data = {f.tool: [f.result.data] for f in turn.found if f.result.data is not None}
+    return result(turn, answer=shown.text, references=shown.references, search_only=True, notice=notice,
+                  tool_calls=[f.tool for f in turn.found], data=data)
+
+
+async def search_in_reserve(turn: Turn, ctx: TurnContext) -> list[Found]:
+    from agent.deadline import reserve
+
+    async with asyncio.timeout(reserve(ctx.settings.turn_timeout)):
+        return await search(turn, ctx)
