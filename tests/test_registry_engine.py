@@ -4,7 +4,6 @@ one extraction call for unplaced words (the real openai SDK against the fake LLM
 
 from __future__ import annotations
 
-import pytest
 import pytest_asyncio
 
 from agent.capabilities.registry import RegistryCapability, registry_capabilities

@@ -13,7 +13,7 @@ class RegistryHit(BaseModel):
     """One record a search found: its stored values plus what the search computed."""
 
     id: str
-    values: dict[str, Any] = Field(default_factory=dict)  # the declared fields, as stored
+    values: dict[str, Any] = Field(default_factory=dict)  # the fields the registry shows, as stored
     flags: list[str] = Field(default_factory=list)  # every flag field the record has
     matched: list[str] = Field(default_factory=list)  # requested tags/flags/days it matches
     distance_miles: float | None = None

@@ -19,6 +19,7 @@ from agent.registry.arguments import MAX_RESULTS
 from agent.registry.geocoder import haversine_miles
 from agent.registry.places import Place
 from agent.registry.results import RegistryHit
+from agent.registry.template import names_in
 from agent.registry.values import days_label
 
 if TYPE_CHECKING:
@@ -28,29 +29,49 @@ if TYPE_CHECKING:
 RRF_K = 60  # reciprocal rank fusion constant (the usual 60)
 
 
+def shown_fields(decl: "Declaration") -> list[str]:
+    """The fields a hit needs: those the display, `--json` and citations name, its id and name,
+    its flags and point (reading fewer payload fields keeps large result sets fast)."""
+    named: set[str] = {decl.id_field, decl.name_field, *decl.flags, *decl.json_fields}
+    display = decl.display
+    for piece in [*display.line, *display.details, *display.more]:
+        for template in piece.compiled():
+            named.update(template.names)
+    named.update(t for t in (display.title, display.url) if t)
+    if decl.reference:
+        named.update(names_in(decl.reference))
+    if decl.geo:
+        named.add(decl.geo[0])
+    return [name for name in decl.fields if name in named]
+
+
 class Searcher:
     def __init__(self, runtime: "Runtime", decl: "Declaration", collection: str) -> None:
         self.runtime, self.decl, self.collection = runtime, decl, collection
         self.geo = decl.geo[0] if decl.geo else None
-        self.payload = [*decl.fields, "source"]  # what a hit reads
-        self.sort_payload = [decl.name_field, decl.id_field, *([self.geo] if self.geo else [])]
+        self.id_field, self.name_field = decl.id_field, decl.name_field
+        self.flags, self.tags = list(decl.flags), list(decl.tags)
+        self.days = decl.days[0] if decl.days else None
+        self.fields = shown_fields(decl)
+        self.payload = [*self.fields, "source"]  # what a hit reads
+        self.sort_payload = [self.name_field, self.id_field, *([self.geo] if self.geo else [])]
 
     def hit(self, point, args: Any, near: Place | None, score: float | None) -> RegistryHit:
         """The stored payload, plus what this search computed."""
         p = point.payload or {}
         loc = (p.get(self.geo) or {}) if self.geo else {}
         distance = round(haversine_miles(near.lat, near.lon, loc["lat"], loc["lon"]), 2) if near and loc else None
-        matched = [v for name in self.decl.tags for v in getattr(args, name)] + args.requested_flags()
-        if self.decl.days and args.days:
+        matched = [v for name in self.tags for v in getattr(args, name)] + args.requested_flags()
+        if self.days and args.days:
             matched.append(f"open {days_label(args.days)}")
-        values = {name: p[name] for name in self.decl.fields if p.get(name) is not None}
-        return RegistryHit(id=str(p.get(self.decl.id_field, "")), values=values,
-                           flags=[f for f in self.decl.flags if p.get(f)], matched=matched, distance_miles=distance,
-                           score=score, lat=loc.get("lat"), lon=loc.get("lon"), source=p.get("source", ""))
+        values = {name: p[name] for name in self.fields if p.get(name) is not None}
+        return RegistryHit.model_construct(  # the store's own values: nothing to validate
+            id=str(p.get(self.id_field, "")), values=values, flags=[f for f in self.flags if p.get(f)], matched=matched,
+            distance_miles=distance, score=score, lat=loc.get("lat"), lon=loc.get("lon"), source=p.get("source", ""))
 
     def sort_key(self, payload: dict, near: Place | None) -> tuple:
         """By distance (nearest first) when searching near a place, otherwise by name."""
-        name = str(payload.get(self.decl.name_field, "")).lower(), str(payload.get(self.decl.id_field, ""))
+        name = str(payload.get(self.name_field, "")).lower(), str(payload.get(self.id_field, ""))
         if near is None:
             return (0, 0.0, *name)
         loc = payload.get(self.geo) if self.geo else None

@@ -14,7 +14,7 @@ import re
 import string
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 _FORMATTER = string.Formatter()
 _FILTER = re.compile(r"^(?P<name>[a-z_]+)(?:\((?P<arg>.*)\))?$")
@@ -36,6 +36,7 @@ class Piece(BaseModel):
     sep: str = ", "
     default: str | None = None  # shown when every field it names is empty
     icon: str | None = None  # a hint surfaces may draw ("phone")
+    _compiled: list["Template"] | None = PrivateAttr(None)
 
     @model_validator(mode="before")
     @classmethod
@@ -52,6 +53,11 @@ class Piece(BaseModel):
 
     def templates(self) -> list[str]:
         return [self.text] if self.text is not None else list(self.parts or [])
+
+    def compiled(self) -> list["Template"]:
+        if self._compiled is None:
+            self._compiled = [Template(t) for t in self.templates()]
+        return self._compiled
 
 
 def _fields(template: str) -> list[tuple[str, list[tuple[str, str | None]], str]]:
@@ -94,6 +100,8 @@ def empty(value: Any) -> bool:
 
 
 def _apply(value: Any, filters: list[tuple[str, str | None]], spec: str, labels: dict[str, str]) -> str:
+    if not filters and not spec:
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
     joined = False
     if isinstance(value, list) and any(name == "labels" for name, _ in filters):
         value = [labels.get(v, v) for v in value]
@@ -115,26 +123,43 @@ def _apply(value: Any, filters: list[tuple[str, str | None]], spec: str, labels:
     return text
 
 
-def render(template: str, values: dict[str, Any]) -> str | None:
-    """The template filled in, or None when every field it names is empty."""
-    fields = _fields(template)
-    if fields and all(empty(values.get(name)) for name, _, _ in fields):
-        return None
-    out = []
-    for literal, field, spec, _conv in _FORMATTER.parse(template):
-        out.append(literal)
-        if field is not None:
+class Template:
+    """One template, parsed once: (literal, field, filters, format spec) parts."""
+
+    def __init__(self, template: str) -> None:
+        self.text = template
+        self.parts: list[tuple[str, str | None, list[tuple[str, str | None]], str]] = []
+        for literal, field, spec, _conv in _FORMATTER.parse(template):
+            if field is None:
+                self.parts.append((literal, None, [], ""))
+                continue
             name, filters, spec = _fields("{" + field + (":" + spec if spec else "") + "}")[0]
-            value = values.get(name)
-            labels = values.get(LABELS, {}).get(name, {})
-            out.append("" if empty(value) else _apply(value, filters, spec, labels))
-    return "".join(out)
+            self.parts.append((literal, name, filters, spec))
+        self.names = [name for _, name, _, _ in self.parts if name is not None]
+
+    def render(self, values: dict[str, Any]) -> str | None:
+        """The template filled in, or None when every field it names is empty."""
+        if self.names and all(empty(values.get(name)) for name in self.names):
+            return None
+        out = []
+        for literal, name, filters, spec in self.parts:
+            out.append(literal)
+            if name is not None:
+                value = values.get(name)
+                labels = values.get(LABELS, {}).get(name, {}) if filters else {}
+                out.append("" if empty(value) else _apply(value, filters, spec, labels))
+        return "".join(out)
+
+
+def render(template: str, values: dict[str, Any]) -> str | None:
+    return Template(template).render(values)
 
 
 def render_piece(piece: Piece, values: dict[str, Any]) -> str | None:
+    compiled = piece.compiled()
     if piece.text is not None:
-        text = render(piece.text, values)
+        text = compiled[0].render(values)
     else:
-        parts = [p for p in (render(t, values) for t in piece.parts or []) if p]
+        parts = [p for p in (t.render(values) for t in compiled) if p]
         text = piece.sep.join(parts) if parts else None
     return text if text is not None else piece.default

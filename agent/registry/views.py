@@ -8,13 +8,14 @@ from agent.capabilities.base import Detail, RecordView
 from agent.references import Reference
 from agent.registry.format import Formatter
 from agent.registry.results import RegistryHit
-from agent.registry.template import render, render_piece
+from agent.registry.template import Template, render_piece
 
 
 class Views:
     def __init__(self, formatter: Formatter) -> None:
         self.formatter = formatter
         self.decl = formatter.decl
+        self._reference = Template(self.decl.reference) if self.decl.reference else None
 
     def title(self, hit: RegistryHit) -> str:
         field = self.decl.display.title or self.decl.name_field
@@ -39,7 +40,7 @@ class Views:
                           more=pieces(self.decl.display.more), url=self.url(hit))
 
     def reference(self, hit: RegistryHit) -> Reference:
-        section = render(self.decl.reference, self.formatter.values(hit)) if self.decl.reference else hit.id
+        section = self._reference.render(self.formatter.values(hit)) if self._reference else hit.id
         return Reference(source=hit.source or f"{self.decl.record.singular} registry", title=self.title(hit),
                          section=section or "", url=self.url(hit))
 
