@@ -79,7 +79,7 @@ class TagValue(BaseModel):
     csv: list[str] | None = None  # a CSV entry starting with one of these is this value (default: the value)
     label: str | None = None  # how a summary names it ("infant care"; default: the value)
     words: list[str] = Field(default_factory=list)  # how people say it (regular expressions)
-    age_under_months: int | None = None  # a child's stated age below this is this value
+    age_under_months: int | None = None  # a stated age ("my 8-month-old") below this is this value
 
     @field_validator("words")
     @classmethod

@@ -30,7 +30,7 @@ class TagPatterns:
     name: str  # the tags field (its argument)
     order: list[str]  # its values, in declared order
     values: list[tuple[re.Pattern, str]] = field(default_factory=list)
-    ages: list[tuple[str, int | None]] = field(default_factory=list)  # (value, under months): a child's age
+    ages: list[tuple[str, int | None]] = field(default_factory=list)  # (value, under months): a stated age
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Flags ("accredited", "no transportation", "sin transporte") and tags ("infants", "bebés",
-"my 8-month-old" when the tags map a child's age). Flags go first: "after-school" holds
+"my 8-month-old" when the tags map a stated age). Flags go first: "after-school" holds
 "school", "pre-k program" holds "pre-k"."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from agent.registry.parsing.spec import ParserSpec, TagPatterns
 from agent.registry.parsing.state import Parse
 
-_CHILD_AGE = re.compile(r"\b(?P<n>\d{1,2})[\s-]*(?P<unit>years?|yrs?|months?|mos?)[\s-]*olds?\b")
+_STATED_AGE = re.compile(r"\b(?P<n>\d{1,2})[\s-]*(?P<unit>years?|yrs?|months?|mos?)[\s-]*olds?\b")
 
 
 def take_flags(st: Parse, spec: ParserSpec) -> None:
@@ -47,7 +47,7 @@ def _take_one(st: Parse, tags: TagPatterns) -> None:
         return None
 
     if tags.ages:
-        st.take(_CHILD_AGE, _age)
+        st.take(_STATED_AGE, _age)
     for pattern, value in tags.values:
         st.take(pattern, lambda m, value=value: found.append(value) if value not in found else None)
     if found:
