@@ -144,3 +144,20 @@ async def test_a_failed_call_keeps_the_parse_and_no_model_means_no_call(offices,
     assert result.summary == 'in Austin · matching "ideally walking distance"'
     plain = await offices.prefetch("parking in Austin", model=object())  # nothing unplaced: never called
     assert plain.arguments == {"city": "Austin", "parking": True} and len(llm_server.requests) == 1
+
+
+async def test_a_store_outage_is_an_apology_not_a_crash(tmp_path):
+    from qdrant_client import AsyncQdrantClient
+
+    from agent.store.server import ServerStore
+
+    url = "http://127.0.0.1:9"  # nothing listens there
+    runtime = Runtime(settings=Settings(data_dir=tmp_path, qdrant_url=url),
+                      store=ServerStore(AsyncQdrantClient(url=url, check_compatibility=False), where=url))
+    try:
+        capability = RegistryCapability(Registry(load_declaration(OFFICE), runtime))
+        result = await capability.run_command("office", "parking in Austin")
+    finally:
+        await runtime.close()
+    assert result.reply.startswith("The office registry is unavailable right now (")
+    assert result.records == [] and result.to_json()["offices"] == [] and result.notes == [result.reply]

@@ -11,7 +11,7 @@ from agent.registry.keys import Keys, title_case
 from agent.registry.places import Place
 from agent.registry.records import RecordSchema
 from agent.registry.results import RegistryHit, RegistryResults
-from agent.registry.template import Piece, render_piece
+from agent.registry.template import Piece, compile_pieces
 from agent.registry.values import days_label
 
 TEXT_ROWS = 25  # rows listed in the compact text for the model
@@ -27,7 +27,7 @@ class Formatter:
         self.decl: Declaration = schema.decl
         self.keys: Keys = schema.keys
         line = self.decl.display.line
-        self.line_pieces = line or [Piece(text="{" + self.decl.name_field + "}"), *self.decl.display.details]
+        self.line_pieces = compile_pieces(line or [Piece(text="{" + self.decl.name_field + "}"), *self.decl.display.details])
 
     def describe(self, args: Any, near: Place | None = None, radius: float | None = None) -> str:
         """One line saying how a search was understood: 'infant care · within 10 mi of 78702'."""
@@ -82,7 +82,7 @@ class Formatter:
 
     def line(self, hit: RegistryHit) -> str:
         values = self.values(hit)
-        return " · ".join(t for t in (render_piece(p, values) for p in self.line_pieces) if t is not None)
+        return " · ".join(t for t in (p.render(values) for p in self.line_pieces) if t is not None)
 
     def results_text(self, results: RegistryResults) -> str:
         """Compact text for the model: one line per record, capped at TEXT_ROWS lines."""

@@ -32,7 +32,7 @@ from agent.registry.fields import (
     label_of,
 )
 from agent.registry.keys import CODE_RE, Keys
-from agent.registry.template import LABELS, render_piece
+from agent.registry.template import LABELS, compile_pieces
 
 
 @dataclass
@@ -68,6 +68,9 @@ class RecordSchema:
         self.decl = decl
         self.keys = Keys.for_suffixes([p.suffix for p in decl.places.values() if p.suffix])
         self.flag_names = list(decl.flags)
+        self._description = compile_pieces(decl.display.description)
+        self._days = decl.days[0] if decl.days else None
+        self._flag_labels = {f: label_of(f, decl.fields[f]) for f in self.flag_names}
         self._labels = {name: {v: spec.label or v for v, spec in tags.values.items()} for name, tags in decl.tags.items()}
         self._tag_prefixes = {
             name: [(p.lower(), value) for value, spec in tags.values.items() for p in (spec.csv or [value])]
@@ -90,11 +93,11 @@ class RecordSchema:
     def template_values(self, values: dict[str, Any], distance: float | None = None) -> dict[str, Any]:
         """A record's values as display templates read them (days as 'Mon-Fri', the built-ins)."""
         out = dict(values)
-        days = self.decl.days
-        if days and isinstance(out.get(days[0]), list):
-            out[days[0]] = parse.days_label(out[days[0]]) if out[days[0]] else ""
+        days = self._days
+        if days and isinstance(out.get(days), list):
+            out[days] = parse.days_label(out[days]) if out[days] else ""
         flags = self.flags_of(values)
-        out["flags"] = [label_of(f, self.decl.fields[f]) for f in flags]
+        out["flags"] = [self._flag_labels[f] for f in flags]
         out["flag_names"] = [f.replace("_", " ") for f in flags]
         out["distance"] = distance
         out[LABELS] = self._labels
@@ -103,7 +106,7 @@ class RecordSchema:
     def description(self, record: dict[str, Any]) -> str:
         """Short text embedded for name and description matches."""
         values = self.template_values(record)
-        parts = [render_piece(p, values) for p in self.decl.display.description]
+        parts = [p.render(values) for p in self._description]
         return ". ".join(p for p in parts if p) or str(record.get(self.decl.name_field, ""))
 
     # --- one row -------------------------------------------------------------------------

@@ -155,11 +155,27 @@ def render(template: str, values: dict[str, Any]) -> str | None:
     return Template(template).render(values)
 
 
+class CompiledPiece:
+    """A piece with its templates parsed, as the hot paths render it (a plain object: no
+    pydantic attribute lookups per record)."""
+
+    def __init__(self, piece: Piece) -> None:
+        self.templates = list(piece.compiled())
+        self.joined = piece.parts is not None
+        self.sep, self.default, self.icon = piece.sep, piece.default, piece.icon
+
+    def render(self, values: dict[str, Any]) -> str | None:
+        if self.joined:
+            parts = [p for p in (t.render(values) for t in self.templates) if p]
+            text = self.sep.join(parts) if parts else None
+        else:
+            text = self.templates[0].render(values)
+        return text if text is not None else self.default
+
+
+def compile_pieces(pieces: list[Piece]) -> list[CompiledPiece]:
+    return [CompiledPiece(p) for p in pieces]
+
+
 def render_piece(piece: Piece, values: dict[str, Any]) -> str | None:
-    compiled = piece.compiled()
-    if piece.text is not None:
-        text = compiled[0].render(values)
-    else:
-        parts = [p for p in (t.render(values) for t in compiled) if p]
-        text = piece.sep.join(parts) if parts else None
-    return text if text is not None else piece.default
+    return CompiledPiece(piece).render(values)

@@ -8,7 +8,7 @@ from agent.capabilities.base import Detail, RecordView
 from agent.references import Reference
 from agent.registry.format import Formatter
 from agent.registry.results import RegistryHit
-from agent.registry.template import Template, render_piece
+from agent.registry.template import Template, compile_pieces
 
 
 class Views:
@@ -16,6 +16,8 @@ class Views:
         self.formatter = formatter
         self.decl = formatter.decl
         self._reference = Template(self.decl.reference) if self.decl.reference else None
+        self._details = compile_pieces(self.decl.display.details)
+        self._more = compile_pieces(self.decl.display.more)
 
     def title(self, hit: RegistryHit) -> str:
         field = self.decl.display.title or self.decl.name_field
@@ -28,16 +30,11 @@ class Views:
     def record_view(self, hit: RegistryHit) -> RecordView:
         values = self.formatter.values(hit)
 
-        def pieces(spec) -> list[Detail]:
-            out = []
-            for piece in spec:
-                text = render_piece(piece, values)
-                if text:
-                    out.append(Detail(text=text, icon=piece.icon))
-            return out
+        def pieces(compiled) -> list[Detail]:
+            return [Detail(text=text, icon=piece.icon) for piece in compiled if (text := piece.render(values))]
 
-        return RecordView(id=hit.id, title=self.title(hit), details=pieces(self.decl.display.details),
-                          more=pieces(self.decl.display.more), url=self.url(hit))
+        return RecordView(id=hit.id, title=self.title(hit), details=pieces(self._details), more=pieces(self._more),
+                          url=self.url(hit))
 
     def reference(self, hit: RegistryHit) -> Reference:
         section = self._reference.render(self.formatter.values(hit)) if self._reference else hit.id
