@@ -13,7 +13,11 @@ import hashlib
 import json
 from typing import Any
 
-from bot.slack.blocks import escape_mrkdwn
+
+def escape_mrkdwn(text: str) -> str:
+    """Slack's escaping of a details line (as bot/slack/blocks.py does it)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 SLACK_ICONS = {"phone": ":telephone_receiver:"}
 TEAMS_ICONS = {"phone": "☎"}
