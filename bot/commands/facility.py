@@ -12,9 +12,13 @@ from pathlib import Path
 
 import typer
 
+from typing import TYPE_CHECKING
+
 from agent.config import Settings, load_settings
-from agent.registry.declaration import Declaration, DeclarationError, load_declaration
 from bot.commands.registry import find_declaration, ingest, search
+
+if TYPE_CHECKING:
+    from agent.registry.declaration import Declaration
 
 NAME = "facility"
 
@@ -25,8 +29,10 @@ def demo_declaration_path() -> Path:
     return examples_dir() / "registries" / f"{NAME}.yaml"
 
 
-def _with_settings(decl: Declaration, settings: Settings) -> Declaration:
+def _with_settings(decl: "Declaration", settings: Settings) -> "Declaration":
     """The `facilities_*` settings given explicitly, applied to the declaration."""
+    from agent.registry.declaration import DeclarationError
+
     given = settings.model_fields_set
     update: dict = {}
     if "facilities_collection" in given:
@@ -49,7 +55,9 @@ def _with_settings(decl: Declaration, settings: Settings) -> Declaration:
     return decl.model_copy(update=update) if update else decl
 
 
-def facility_declaration(settings: Settings) -> Declaration:
+def facility_declaration(settings: Settings) -> "Declaration":
+    from agent.registry.declaration import DeclarationError, load_declaration
+
     try:
         decl = find_declaration(settings, NAME)
     except DeclarationError:
@@ -64,6 +72,7 @@ def ingest_facilities_cmd(
     collection: str = typer.Option(None, "--collection", help="Target collection (default: the declaration's)."),
 ) -> None:
     """Load the facility registry's CSV into its collection (idempotent; bad rows are reported and skipped)."""
+    from agent.registry.declaration import DeclarationError
     from bot.admin.protocol import JobRequest
 
     if not file.is_file():
@@ -85,6 +94,8 @@ def facility_cmd(
 ) -> None:
     """Search the facility registry the way the Slack /facility command does (no model needed; with
     a router model configured, words the parser cannot place get one extraction call)."""
+    from agent.registry.declaration import DeclarationError
+
     try:
         decl = facility_declaration(load_settings())
     except DeclarationError as exc:
@@ -95,6 +106,7 @@ def facility_cmd(
 
 async def run_job(runtime, request):
     """An `ingest-facilities` job handed over by the CLI: the same registry, on the server."""
+    from agent.registry.declaration import DeclarationError
     from bot.admin.protocol import JobOutput
     from bot.commands.registry import run_job as run_registry_job
 

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 import typer
 
 from agent.config import Settings, load_settings
-from agent.registry.declaration import Declaration, DeclarationError, load_declaration
-from agent.registry.loader import load_declarations, registries_dir
 from agent.store import StoreInUse
 from bot.commands import emit, hand_over, run_with_runtime
 
 if TYPE_CHECKING:
+    from agent.registry.declaration import Declaration
     from agent.runtime import Runtime
     from bot.admin.protocol import JobOutput, JobRequest
 
@@ -32,8 +31,11 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def find_declaration(settings: Settings, name: str) -> Declaration:
+def find_declaration(settings: Settings, name: str) -> "Declaration":
     """The deployment's registry `name` (DeclarationError when none or a broken one)."""
+    from agent.registry.declaration import DeclarationError
+    from agent.registry.loader import load_declarations
+
     declarations = load_declarations(settings)
     for decl in declarations:
         if decl.name == name:
@@ -43,9 +45,12 @@ def find_declaration(settings: Settings, name: str) -> Declaration:
                            f"--declaration FILE.yaml, or list it in ASKDESK_REGISTRIES")
 
 
-def install_declaration(settings: Settings, name: str, source: Path) -> Declaration:
+def install_declaration(settings: Settings, name: str, source: Path) -> "Declaration":
     """Copy `source` to `<data_dir>/registries/NAME.yaml` (nothing when it is already there) and
-    check the deployment still loads; a declaration that does not fits is not kept."""
+    check the deployment still loads; a declaration that does not fit is not kept."""
+    from agent.registry.declaration import DeclarationError, load_declaration
+    from agent.registry.loader import registries_dir
+
     decl = load_declaration(source)
     if decl.name != name:
         raise DeclarationError(f"{source}: declares registry '{decl.name}', not '{name}'")
@@ -72,15 +77,16 @@ def ingest_output(report) -> "JobOutput":
     return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
 
 
-async def ingest_registry(runtime: "Runtime", decl: Declaration, path: Path, collection: str | None = None):
+async def ingest_registry(runtime: "Runtime", decl: "Declaration", path: Path, collection: str | None = None):
     from agent.registry.registry import Registry
 
     return await Registry(decl, runtime, collection=collection).ingest(Path(path))
 
 
-async def run_job(runtime: "Runtime", request: "JobRequest", declaration: Declaration | None = None) -> "JobOutput":
+async def run_job(runtime: "Runtime", request: "JobRequest", declaration: "Declaration | None" = None) -> "JobOutput":
     """A `registry-ingest` job handed over by the CLI, run on the server's runtime (the
     declaration the CLI used, by path; else the server's own registry of that name)."""
+    from agent.registry.declaration import DeclarationError, load_declaration
     from agent.registry.records import RegistryFormatError
     from bot.admin.protocol import JobOutput
 
@@ -99,7 +105,7 @@ async def run_job(runtime: "Runtime", request: "JobRequest", declaration: Declar
     return ingest_output(report)
 
 
-def ingest(decl: Declaration, file: Path, collection: str | None, request: "JobRequest") -> None:
+def ingest(decl: "Declaration", file: Path, collection: str | None, request: "JobRequest") -> None:
     """Ingest locally, or hand `request` to the running bot that holds the store."""
     from agent.registry.records import RegistryFormatError
 
@@ -115,7 +121,7 @@ def ingest(decl: Declaration, file: Path, collection: str | None, request: "JobR
     emit(ingest_output(report))
 
 
-def search(decl: Declaration, text: str, *, as_json: bool, collection: str | None) -> None:
+def search(decl: "Declaration", text: str, *, as_json: bool, collection: str | None) -> None:
     """Run the registry's command as Slack and Teams do (a router model reads unplaced words)."""
     from agent.providers.chain import ModelChain
     from agent.registry.registry import Registry
@@ -136,6 +142,9 @@ def search(decl: Declaration, text: str, *, as_json: bool, collection: str | Non
 @registry_app.command("list")
 def list_cmd() -> None:
     """The declared registries: command, what they hold, their collection and records loaded."""
+    from agent.registry.declaration import DeclarationError
+    from agent.registry.loader import load_declarations
+
     settings = load_settings()
     try:
         declarations = load_declarations(settings)
@@ -168,6 +177,7 @@ def ingest_cmd(
     collection: str = typer.Option(None, "--collection", help="Target collection (default: the declaration's)."),
 ) -> None:
     """Load a registry's CSV into its collection (idempotent; bad rows are reported and skipped)."""
+    from agent.registry.declaration import DeclarationError
     from bot.admin.protocol import JobRequest
 
     settings = load_settings()
@@ -188,6 +198,8 @@ def search_cmd(
     collection: str = typer.Option(None, "--collection", help="Collection (default: the declaration's)."),
 ) -> None:
     """Search a registry the way its Slack command does (no model needed)."""
+    from agent.registry.declaration import DeclarationError
+
     try:
         decl = find_declaration(load_settings(), name)
     except DeclarationError as exc:
