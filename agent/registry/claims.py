@@ -1,0 +1,57 @@
+"""Does a message's wording make it a search of this registry? Its nouns ("daycare", generic
+"center"…) or a criterion word ("infant care", "drop-in"), AND a place, distance, number or
+hours phrase ("in Austin", "78702", "within 10 miles", "150 kids", "open until 6").
+
+This is the pre-filter's rule for a registry; the understanding layer may still veto a message
+that asks the documents about amounts or rules ("how much does a daycare in Houston get?").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from agent.accents import fold
+from agent.registry.declaration import Declaration
+from agent.registry.parsing.parser import QueryParser
+from agent.registry.parsing.spec import _alts
+from agent.registry.words import GenericWords, phrases_re
+
+
+def normalize(text: str) -> str:
+    return unicodedata.normalize("NFC", " ".join(text.split()))
+
+
+def place_phrase_re(decl: Declaration, words: GenericWords) -> re.Pattern | None:
+    pieces: list[str] = []
+    if any(p.level == "zip" for p in decl.places.values()):
+        pieces.append(r"\b\d{5}\b")
+    if decl.geo:
+        pieces += [r"\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b", r"\bnear (me|\w+)"]
+    for place in decl.places.values():
+        if place.suffix and place.level != "zip":
+            names = _alts([place.suffix.lower(), *(a.lower() for a in place.abbreviations)])
+            pieces.append(r"\b[A-Z][a-z]+ (" + names + r")\b")
+    units = [u for n in decl.numbers.values() for u in (*n.words.units, *n.words.names)]
+    if units:
+        pieces.append(r"\b\d+\+? (" + _alts(units) + r")\b")
+    if decl.hours:
+        pieces.append(r"\bopen (by|until|till|at) \d")
+    if decl.places or decl.geo:
+        pieces.append(words.place_marker_re())
+    return re.compile("(" + "|".join(pieces) + ")") if pieces else None
+
+
+class Claims:
+    def __init__(self, decl: Declaration, words: GenericWords, parser: QueryParser) -> None:
+        self.place_re = place_phrase_re(decl, words)
+        self.nouns_re = phrases_re([*words.nouns, *decl.words.nouns])
+        self.parser = parser
+
+    def __call__(self, text: str) -> bool:
+        text = normalize(text)
+        if self.place_re is None or not self.place_re.search(fold(text)):
+            return False
+        if self.nouns_re is not None and self.nouns_re.search(fold(text)):
+            return True
+        return self.parser.mentions_criteria(text)

@@ -1,0 +1,115 @@
+"""The places of a registry: its place fields' roles, the names its records use (with their
+centroids), and what a resolved place is.
+
+Name levels (city, county) are matched by name, the first of them is where an unknown "in X"
+goes; code levels (zip) by their digits. `KnownPlaces` is read from the collection by the
+`Registry` (which caches it); keys are `Keys.norm` forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.registry.declaration import Declaration
+from agent.registry.fields import PlaceField, label_of
+from agent.registry.gazetteer import Centroid
+from agent.registry.keys import Keys, title_case
+from agent.registry.records import place_key
+
+
+@dataclass(frozen=True)
+class Place:
+    name: str  # display name: "78702", "Richland Hills", "Travis County", "30.27,-97.74"
+    kind: str  # the level ("city", "zip"…) or "point"
+    lat: float
+    lon: float
+
+
+def unknown_place_message(text: str, suggestions: list[str], hint: str) -> str:
+    msg = f"I don't know where '{text}' is"
+    if len(suggestions) == 1:
+        return f"{msg} — did you mean {suggestions[0]}?"
+    if suggestions:
+        return f"{msg} — did you mean {', '.join(suggestions[:-1])} or {suggestions[-1]}?"
+    return f"{msg}. Try {hint}."
+
+
+class UnknownPlace(ValueError):
+    """A place name or code the geocoder cannot place; the message is meant for users."""
+
+    def __init__(self, text: str, suggestions: list[str] | None = None, hint: str = "a place name") -> None:
+        self.text = text
+        self.suggestions = suggestions or []
+        super().__init__(unknown_place_message(text, self.suggestions, hint))
+
+
+@dataclass(frozen=True)
+class PlaceLevels:
+    """The declaration's place fields by role."""
+
+    fields: dict[str, PlaceField]
+    names: tuple[str, ...]  # name levels, in declaration order (the first: an unknown "in X")
+    codes: tuple[str, ...]  # code levels (zip)
+    keys: Keys
+    has_geo: bool
+
+    @classmethod
+    def of(cls, decl: Declaration, keys: Keys) -> "PlaceLevels":
+        places = decl.places
+        names = tuple(n for n, p in places.items() if p.level != "zip")
+        codes = tuple(n for n, p in places.items() if p.level == "zip")
+        return cls(places, names, codes, keys, decl.geo is not None)
+
+    def noun(self, name: str) -> str:
+        spec = self.fields[name]
+        return spec.noun or label_of(name, spec)
+
+    def key_field(self, name: str) -> str:
+        return place_key(name, self.fields[name])
+
+    def display(self, name: str, key: str) -> str:
+        suffix = self.fields[name].suffix
+        return title_case(key) + (f" {suffix}" if suffix else "")
+
+    def hint(self) -> str:
+        """What to try instead of an unknown place: "a zip code, a city or county name, or 'lat,lon'"."""
+        items = [f"a {self.noun(c)}" for c in self.codes]
+        if self.names:
+            items.append("a " + " or ".join(self.noun(n) for n in self.names) + " name")
+        if self.has_geo:
+            items.append("'lat,lon'")
+        if not items:
+            return "a place name"
+        if len(items) <= 2:
+            return " or ".join(items)
+        return ", ".join(items[:-1]) + ", or " + items[-1]
+
+
+@dataclass
+class KnownPlaces:
+    """The registry's place names per place field (keys -> centroid of their records)."""
+
+    fields: dict[str, dict[str, Centroid]] = field(default_factory=dict)
+
+    def get(self, name: str) -> dict[str, Centroid]:
+        return self.fields.get(name, {})
+
+    @classmethod
+    def from_records(cls, levels: PlaceLevels, records: Iterable[tuple[dict[str, Any], float | None, float | None]]
+                     ) -> "KnownPlaces":
+        """From (place values, lat, lon): the raw names, and each code level's stored key."""
+        places = cls({name: {} for name in levels.fields})
+        for values, lat, lon in records:
+            for name in levels.fields:
+                raw = str(values.get(name) or "")
+                key = raw if name in levels.codes else levels.keys.norm(raw)
+                if not key:
+                    continue
+                display = key if name in levels.codes else levels.display(name, key)
+                entry = places.fields[name].setdefault(key, Centroid(display))
+                entry.records += 1
+                if lat is not None and lon is not None:
+                    entry.add(lat, lon)
+        return places

@@ -1,0 +1,182 @@
+"""One declared registry over one runtime: ingest, parse, search, claims — and its caches.
+
+The places the parser and the filters need (the registry's own place names and centroids) are
+read from the collection once and kept here, per registry object, not per process: a re-read
+happens when the collection's version (written by every ingest that changed something, in any
+process) differs, checked at most every `CHECK_SECONDS`. The gazetteer is built on first use
+and may be shared by the registries of one deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qdrant_client import models
+
+from agent.registry.arguments import MAX_RESULTS, build_args_model
+from agent.registry.claims import Claims
+from agent.registry.command import CommandRunner
+from agent.registry.declaration import Declaration
+from agent.registry.filters import Resolver
+from agent.registry.format import Formatter
+from agent.registry.gazetteer import Gazetteer
+from agent.registry.geocoder import Geocoder
+from agent.registry.ingest import IngestReport, ingest_rows
+from agent.registry.parsing.index import PlaceIndex
+from agent.registry.parsing.parser import ParsedQuery, QueryParser
+from agent.registry.parsing.spec import ParserSpec
+from agent.registry.places import KnownPlaces, PlaceLevels
+from agent.registry.records import ParsedRows, RecordSchema
+from agent.registry.results import RegistryResults
+from agent.registry.search import Searcher
+from agent.registry.store import VERSION_KEY
+from agent.registry.views import Views
+from agent.registry.words import GenericWords, load_generic_words
+
+if TYPE_CHECKING:
+    from agent.knowledge.embedders import Embedder
+    from agent.runtime import Runtime
+
+CHECK_SECONDS = 2.0  # how stale the known places may be after another process's ingest
+
+
+@dataclass
+class _Places:
+    version: Any
+    exists: bool
+    checked: float
+    known: KnownPlaces
+    index: PlaceIndex
+
+
+def make_gazetteer(decl: Declaration, schema: RecordSchema) -> Gazetteer | None:
+    if decl.gazetteer is None:
+        return None
+    suffixes = {p.level: p.suffix for p in decl.places.values() if p.level and p.suffix}
+    return Gazetteer(decl.gazetteer.all_states(), decl.gazetteer.state_names, schema.keys, suffixes)
+
+
+class Registry:
+    def __init__(self, decl: Declaration, runtime: "Runtime", *, collection: str | None = None,
+                 words: GenericWords | None = None, gazetteer: Gazetteer | None = None) -> None:
+        self.decl = decl
+        self.name = decl.name
+        self.runtime = runtime
+        self.collection = collection or decl.collection
+        self.words = words or load_generic_words()
+        self.schema = RecordSchema(decl)
+        self.levels = PlaceLevels.of(decl, self.schema.keys)
+        built = make_gazetteer(decl, self.schema)
+        self.gazetteer = gazetteer if gazetteer is not None and built is not None \
+            and gazetteer.signature() == built.signature() else built
+        self.args_model = build_args_model(decl)
+        self.spec = ParserSpec(decl, self.words)
+        self.parser = QueryParser(self.spec, self.args_model)
+        self.formatter = Formatter(self.schema)
+        self.views = Views(self.formatter)
+        self.claims = Claims(decl, self.words, self.parser)
+        self.commands = CommandRunner(self)
+        self.searcher = Searcher(runtime, decl, self.collection)
+        self._places: _Places | None = None
+        self._loading = asyncio.Lock()
+
+    # --- places --------------------------------------------------------------------------
+    async def places(self) -> _Places:
+        now = time.monotonic()
+        cached = self._places
+        if cached is not None and now - cached.checked < CHECK_SECONDS:
+            return cached
+        async with self._loading:
+            meta = await self.runtime.store.collection_metadata(self.collection)
+            version = (meta or {}).get(VERSION_KEY)
+            cached = self._places
+            if cached is not None and cached.version == version and cached.exists == (meta is not None):
+                cached.checked = time.monotonic()
+                return cached
+            known = await self._read_places() if meta is not None else KnownPlaces.from_records(self.levels, [])
+            index = PlaceIndex(known, self.levels, self.gazetteer, self.decl.place_aliases, self.spec.filler)
+            self._places = _Places(version, meta is not None, time.monotonic(), known, index)
+            return self._places
+
+    async def _read_places(self) -> KnownPlaces:
+        geo = self.decl.geo[0] if self.decl.geo else None
+        fields = [*(n if n in self.levels.names else self.levels.key_field(n) for n in self.levels.fields),
+                  *([geo] if geo else [])]
+        records = []
+        offset = None
+        while True:
+            points, offset = await self.runtime.store.scroll(self.collection, limit=4096, offset=offset,
+                                                             with_payload=fields, with_vectors=False)
+            for p in points:
+                payload = p.payload or {}
+                values = {n: payload.get(n if n in self.levels.names else self.levels.key_field(n)) or ""
+                          for n in self.levels.fields}
+                loc = (payload.get(geo) or {}) if geo else {}
+                records.append((values, loc.get("lat"), loc.get("lon")))
+            if offset is None:
+                return KnownPlaces.from_records(self.levels, records)
+
+    def forget_places(self) -> None:
+        self._places = None
+
+    # --- ingest, parse, search -------------------------------------------------------------
+    async def ingest(self, path: Path, *, embedder: "Embedder | None" = None) -> IngestReport:
+        return await self.ingest_rows(self.schema.parse_file(Path(path)), embedder=embedder)
+
+    async def ingest_rows(self, parsed: ParsedRows, *, embedder: "Embedder | None" = None) -> IngestReport:
+        report = await ingest_rows(self.runtime, self.schema, parsed, collection=self.collection, embedder=embedder)
+        self.forget_places()
+        return report
+
+    async def parse(self, text: str) -> ParsedQuery:
+        """The deterministic reading of `text` (see agent/registry/parsing/)."""
+        return self.parser.parse(text, (await self.places()).index)
+
+    def not_loaded(self) -> str:
+        return (f"The {self.decl.record.singular} registry is not loaded (no collection '{self.collection}'). "
+                f"Load it with: askdesk registry ingest {self.name} FILE.csv")
+
+    async def search(self, args: Any) -> RegistryResults:
+        """Run a search; never raises for bad places (they come back as `message`)."""
+        if isinstance(args, dict):
+            args = self.args_model.model_validate(args)
+        places = await self.places()
+        if not places.exists:
+            return RegistryResults(registry=self.name, text=self.not_loaded(), message=self.not_loaded(), args=args)
+        resolved = Resolver(self.decl, places.known, Geocoder(places.known, self.levels, self.gazetteer)).resolve(args)
+        if resolved.message:
+            return RegistryResults(registry=self.name, text=resolved.message, message=resolved.message, args=args)
+        flt = models.Filter(must=resolved.conditions) if resolved.conditions else None
+        limit = args.limit or MAX_RESULTS
+        near, notes, ranked = resolved.near, list(resolved.notes), None
+        s = self.searcher
+        if args.query:
+            try:
+                ranked = await s.ranked(flt, args.query, limit)
+            except Exception as exc:  # embedder missing or mismatched: the filters still answer
+                notes.append(f"Name matching is unavailable ({type(exc).__name__}: {exc}); showing all filter matches.")
+        if ranked is not None:
+            points, total, note = ranked
+            if note:
+                notes.append(note)
+            hits = [s.hit(p, args, near, round(p.score, 4) if p.score is not None else None) for p in points]
+            if near:  # relevance picks, distance orders
+                hits.sort(key=lambda h: (h.distance_miles is None, h.distance_miles or 0.0))
+        else:
+            keys = await s.scroll_all(flt)  # every match's sort keys, then full records for the page only
+            total = len(keys)
+            keys.sort(key=lambda p: s.sort_key(p.payload or {}, near))
+            page = [p.id for p in keys[:limit]]
+            records = await s.retrieve(page)
+            hits = [s.hit(records[pid], args, near, None) for pid in page if pid in records]
+        if total == 0:
+            notes.append(f"No {self.decl.record.singular} matches all of: "
+                         + self.formatter.describe(args, resolved.near, resolved.radius_miles) + ".")
+        results = RegistryResults(registry=self.name, hits=hits, total=total, message=" ".join(notes) or None,
+                                  near=near, radius_miles=resolved.radius_miles, args=args)
+        results.text = self.formatter.results_text(results)
+        return results

@@ -1,0 +1,68 @@
+"""The words of any registry (agent/data/registry_words.yaml): how people write a search.
+
+A registry's own words (nouns, the words for its tags and flags, units, filler) are in its
+declaration; these are the language's: place markers, negation, generic record nouns, filler,
+the words around a place phrase. Loaded by each `Registry` (no module-level cache); the
+understanding layer reads the knowledge markers from the same file.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from agent.accents import fold
+
+WORDS_FILE = "registry_words.yaml"
+
+
+class GenericWords(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    place_markers: list[str]
+    nouns: list[str]
+    knowledge_markers: list[str]
+    knowledge_symbols: list[str]
+    negation: list[str]
+    filler: str
+    count_nouns: list[str]
+    in_markers: list[str]
+    near_markers: list[str]
+    stop_after_place: list[str]
+    place_qualifiers: list[str]
+
+    def place_marker_re(self) -> str:
+        """'<marker> <Capitalised Name>', the markers in any case (match it on folded text)."""
+        markers = "|".join(fold(m) for m in self.place_markers)
+        return r"\b(?i:" + markers + r") [A-Z][a-z]+(?: [A-Z][a-z]+)*\b"
+
+    def knowledge_marker_re(self) -> re.Pattern:
+        """A knowledge marker as whole words, or a symbol anywhere, on lower-cased accent-folded text."""
+        words = r"(?<!\w)(?:" + "|".join(fold(m) for m in self.knowledge_markers) + r")(?!\w)"
+        return re.compile("|".join([words, *(re.escape(s) for s in self.knowledge_symbols)]))
+
+    def negation_re(self) -> str:
+        return r"(?:(?P<neg>" + "|".join(self.negation) + r")[\s-]+)?"
+
+    def filler_words(self) -> frozenset[str]:
+        return frozenset(self.filler.split())
+
+
+def load_generic_words() -> GenericWords:
+    text = resources.files("agent.data").joinpath(WORDS_FILE).read_text(encoding="utf-8")
+    return GenericWords(**yaml.safe_load(text))
+
+
+def phrases_re(phrases: list[str]) -> re.Pattern | None:
+    """Whole-word, case-insensitive alternation of the accent-folded phrases (search folded
+    text with it); a space in a phrase also matches '-' or nothing."""
+    parts = []
+    for phrase in sorted({fold(p.strip()) for p in phrases if p and p.strip()}, key=len, reverse=True):
+        words = [re.escape(w) for w in phrase.split()]
+        parts.append(r"[\s-]?".join(words))
+    if not parts:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)

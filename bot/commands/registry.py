@@ -1,0 +1,212 @@
+"""`askdesk registry list|ingest|search`: the registries declared in YAML (docs/registries.md).
+
+`registry ingest NAME FILE.csv --declaration FILE.yaml` copies the declaration into
+`<data_dir>/registries/NAME.yaml`, so later commands and `askdesk serve` find it; while
+`askdesk serve` holds the store, the ingest is handed to it (bot/admin).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from agent.config import Settings, load_settings
+from agent.store import StoreInUse
+from bot.commands import emit, hand_over, run_with_runtime
+
+if TYPE_CHECKING:
+    from agent.registry.declaration import Declaration
+    from agent.runtime import Runtime
+    from bot.admin.protocol import JobOutput, JobRequest
+
+registry_app = typer.Typer(name="registry", no_args_is_help=True, add_completion=False,
+                           help="Registries declared in YAML (facilities, offices…): list, load from CSV, search.")
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def find_declaration(settings: Settings, name: str) -> "Declaration":
+    """The deployment's registry `name` (DeclarationError when none or a broken one)."""
+    from agent.registry.declaration import DeclarationError
+    from agent.registry.loader import load_declarations
+
+    declarations = load_declarations(settings)
+    for decl in declarations:
+        if decl.name == name:
+            return decl
+    known = ", ".join(d.name for d in declarations) or "none"
+    raise DeclarationError(f"no registry named '{name}' is declared (declared: {known}); give its declaration with "
+                           f"--declaration FILE.yaml, or list it in ASKDESK_REGISTRIES")
+
+
+def install_declaration(settings: Settings, name: str, source: Path) -> "Declaration":
+    """Copy `source` to `<data_dir>/registries/NAME.yaml` (nothing when it is already there) and
+    check the deployment still loads; a declaration that does not fit is not kept."""
+    from agent.registry.declaration import DeclarationError, load_declaration
+    from agent.registry.loader import registries_dir
+
+    decl = load_declaration(source)
+    if decl.name != name:
+        raise DeclarationError(f"{source}: declares registry '{decl.name}', not '{name}'")
+    target = registries_dir(settings) / f"{name}.yaml"
+    text = Path(source).read_text(encoding="utf-8")
+    before = target.read_text(encoding="utf-8") if target.is_file() else None
+    if before != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    try:
+        return find_declaration(settings, name)
+    except DeclarationError:
+        if before is None:
+            target.unlink()
+        else:
+            target.write_text(before, encoding="utf-8")
+        raise
+
+
+def ingest_output(report) -> "JobOutput":
+    """What an ingest prints, locally or handed over to a running bot."""
+    from bot.admin.protocol import JobOutput
+
+    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
+
+
+async def ingest_registry(runtime: "Runtime", decl: "Declaration", path: Path, collection: str | None = None):
+    from agent.registry.registry import Registry
+
+    return await Registry(decl, runtime, collection=collection).ingest(Path(path))
+
+
+async def run_job(runtime: "Runtime", request: "JobRequest", declaration: "Declaration | None" = None) -> "JobOutput":
+    """A `registry-ingest` job handed over by the CLI, run on the server's runtime (the
+    declaration the CLI used, by path; else the server's own registry of that name)."""
+    from agent.registry.declaration import DeclarationError, load_declaration
+    from agent.registry.records import RegistryFormatError
+    from bot.admin.protocol import JobOutput
+
+    try:
+        if declaration is not None:
+            decl = declaration
+        elif request.declaration:
+            decl = load_declaration(request.declaration)
+        else:
+            decl = find_declaration(runtime.settings, request.registry or "")
+        report = await ingest_registry(runtime, decl, Path(request.paths[0]), request.collection)
+    except (DeclarationError, RegistryFormatError) as exc:
+        return JobOutput(stderr=[f"error: {exc}"], code=2)
+    except Exception as exc:
+        return JobOutput(stderr=[f"error: {type(exc).__name__}: {exc}"], code=1)
+    return ingest_output(report)
+
+
+def ingest(decl: "Declaration", file: Path, collection: str | None, request: "JobRequest") -> None:
+    """Ingest locally, or hand `request` to the running bot that holds the store."""
+    from agent.registry.records import RegistryFormatError
+
+    if not file.is_file():
+        raise _fail(f"{file} is not a file")
+    try:
+        report = run_with_runtime(lambda rt: ingest_registry(rt, decl, file, collection))
+    except RegistryFormatError as exc:
+        raise _fail(str(exc)) from None
+    except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
+        emit(hand_over(request, exc))
+        return
+    emit(ingest_output(report))
+
+
+def search(decl: "Declaration", text: str, *, as_json: bool, collection: str | None) -> None:
+    """Run the registry's command as Slack and Teams do (a router model reads unplaced words)."""
+    from agent.providers.chain import ModelChain
+    from agent.registry.registry import Registry
+
+    async def run(rt):
+        model = ModelChain.for_router(rt.settings)
+        try:
+            result, _ = await Registry(decl, rt, collection=collection).commands.run(
+                text, model=model if model.configured else None)
+            return result
+        finally:
+            await model.aclose()
+
+    result = run_with_runtime(run)
+    typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else result.reply)
+
+
+@registry_app.command("list")
+def list_cmd() -> None:
+    """The declared registries: command, what they hold, their collection and records loaded."""
+    from agent.registry.declaration import DeclarationError
+    from agent.registry.loader import load_declarations
+
+    settings = load_settings()
+    try:
+        declarations = load_declarations(settings)
+    except DeclarationError as exc:
+        raise _fail(str(exc)) from None
+    if not declarations:
+        typer.echo("No registry is declared. Declare one in YAML (docs/registries.md) and load it with:\n"
+                   "  askdesk registry ingest NAME FILE.csv --declaration FILE.yaml")
+        return
+
+    async def counts(rt) -> dict[str, int | None]:
+        return {d.name: (await rt.store.count(d.collection) if await rt.store.collection_exists(d.collection)
+                         else None) for d in declarations}
+
+    try:
+        loaded = run_with_runtime(counts)
+    except StoreInUse:
+        loaded = {}
+    for d in declarations:
+        n = loaded.get(d.name)
+        state = "in use by the running bot" if not loaded else "not loaded" if n is None else f"{n} records"
+        typer.echo(f"{d.name}  /{d.command.name}  {d.title}  collection '{d.collection}': {state}  ({d.path})")
+
+
+@registry_app.command("ingest")
+def ingest_cmd(
+    name: str = typer.Argument(..., help="The registry's name (its declaration's `name`)."),
+    file: Path = typer.Argument(..., help="The registry's CSV."),
+    declaration: Path = typer.Option(None, "--declaration", help="Its declaration (YAML), kept in the data dir."),
+    collection: str = typer.Option(None, "--collection", help="Target collection (default: the declaration's)."),
+) -> None:
+    """Load a registry's CSV into its collection (idempotent; bad rows are reported and skipped)."""
+    from agent.registry.declaration import DeclarationError
+    from bot.admin.protocol import JobRequest
+
+    settings = load_settings()
+    try:
+        decl = install_declaration(settings, name, declaration) if declaration else find_declaration(settings, name)
+    except DeclarationError as exc:
+        raise _fail(str(exc)) from None
+    request = JobRequest(op="registry-ingest", registry=name, paths=[str(file.resolve())], collection=collection,
+                         declaration=str(Path(decl.path).resolve()) if decl.path else None)
+    ingest(decl, file, collection, request)
+
+
+@registry_app.command("search")
+def search_cmd(
+    name: str = typer.Argument(..., help="The registry's name."),
+    text: list[str] = typer.Argument(None, help='What to find, e.g. "parking near 78701".'),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and records."),
+    collection: str = typer.Option(None, "--collection", help="Collection (default: the declaration's)."),
+) -> None:
+    """Search a registry the way its Slack command does (no model needed)."""
+    from agent.registry.declaration import DeclarationError
+
+    try:
+        decl = find_declaration(load_settings(), name)
+    except DeclarationError as exc:
+        raise _fail(str(exc)) from None
+    search(decl, " ".join(text or []), as_json=as_json, collection=collection)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(registry_app, name="registry")
+
