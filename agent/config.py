@@ -40,20 +40,6 @@ class Settings(BaseSettings):
     qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant Edge under data_dir (one process at a time; see docs/scaling.md).")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
     collection: str = Field("kb", description="Default knowledge collection.")
-    facilities_collection: str = Field("facilities", description="Collection of the facility registry.")
-    facilities_columns: dict[str, str] = Field(
-        default_factory=dict,
-        description=(
-            "Facility registry column mapping for `ingest-facilities`: facility field -> CSV header, only where "
-            "a registry differs from the Texas DFPS layout, e.g. {name: FacilityName, zip: ZipCode}."
-        ),
-    )
-    facilities_state: str = Field(
-        "TX", description="US state (two letters) whose zip codes, cities and counties facility searches geocode offline."
-    )
-    facilities_radius_miles: float = Field(
-        10.0, description="Radius of a facility search near a place when the question gives no distance."
-    )
     registries: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,
         description="Registry declarations (YAML) of this deployment, besides `<data_dir>/registries/*.yaml`: "
@@ -108,7 +94,7 @@ class Settings(BaseSettings):
     )
     domain_file: Path | None = Field(
         None,
-        description="Domain file (YAML: terms, facility_nouns, offtopic, place_aliases) with the deployment's own "
+        description="Domain file (YAML: description, capabilities, examples, terms, offtopic) with the deployment's own "
         "words; unset = domain.yaml in data_dir if present (askdesk demo puts the demo's there). See docs/understanding.md.",
     )
     prompts_dir: Path | None = Field(

@@ -218,7 +218,7 @@ async def in_process_overhead(connector: FakeTeamsConnector, questions: list[str
     settings = Settings()
     service = Askdesk.create(settings)
     listener = TeamsListener(bind("127.0.0.1", 0))
-    bot = build_teams_bot(settings, service, service.runtime, auth=TeamsAuth(None, None, None, dev_mode=True),
+    bot = build_teams_bot(settings, service, auth=TeamsAuth(None, None, None, dev_mode=True),
                           adapter=listener.adapter())
     await bot.app.initialize()
     await listener.start()

@@ -161,4 +161,4 @@ def llm_server(monkeypatch):
 
 
 # --- knowledge base (tests/knowledge_fixtures.py): kb_subset_cache, kb_subset, kb_settings ---
-from tests.knowledge_fixtures import kb_settings, kb_subset, kb_subset_cache  # noqa: F401
+from tests.knowledge_fixtures import kb_runtime, kb_settings, kb_subset, kb_subset_cache  # noqa: F401

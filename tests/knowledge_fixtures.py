@@ -138,3 +138,67 @@ def eval_run(service, data: dict | None = None, top_k: int = 5):
     from agent.evaluation import EvalRun
 
     return EvalRun(service=service, top_k=top_k, data=data or {})
+
+
+DEMO_REGISTRY = REPO / "examples" / "texas-childcare" / "registries" / "facility.yaml"
+
+
+def demo_registry_capability(runtime: Runtime | None = None):
+    """The demo's facility registry as a capability (claims need no store)."""
+    from agent.capabilities.registry import RegistryCapability
+    from agent.registry.declaration import load_declaration
+    from agent.registry.registry import Registry
+
+    return RegistryCapability(Registry(load_declaration(DEMO_REGISTRY), runtime))
+
+
+async def ingest_demo_registry(runtime: Runtime, csv_path: Path | None = None):
+    """Declare the demo's facility registry in the runtime's data dir (as `askdesk demo` does, so a
+    service over it finds the registry) and load `csv_path` (default: the whole sample registry)."""
+    from agent.registry.declaration import load_declaration
+    from agent.registry.loader import registries_dir
+    from agent.registry.registry import Registry
+    from tests.conftest import SAMPLE_FACILITIES
+
+    target = registries_dir(runtime.settings) / DEMO_REGISTRY.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DEMO_REGISTRY, target)
+    return await Registry(load_declaration(target), runtime).ingest(Path(csv_path or SAMPLE_FACILITIES))
+
+
+SMALL_KB_DOC = "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
+
+
+def registry_subset(dest: Path, keep) -> Path:
+    """The rows of the sample registry that `keep(row)` accepts, as a CSV at `dest`."""
+    import csv
+
+    from tests.conftest import SAMPLE_FACILITIES
+
+    with open(SAMPLE_FACILITIES, newline="", encoding="utf-8") as src, open(dest, "w", newline="", encoding="utf-8") as out:
+        rows = list(csv.DictReader(src))
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([r for r in rows if keep(r)])
+    return dest
+
+
+@pytest.fixture(scope="module")
+async def kb_runtime(tmp_path_factory, kb_subset_cache):
+    """The surfaces' knowledge base, ingested once per module: one small document (its
+    embeddings from the session's warm cache) and eight Austin facilities in the demo's registry."""
+    from agent.knowledge.ingest import ingest
+    from tests.conftest import seed_embeddings
+
+    root = tmp_path_factory.mktemp("surface-kb")
+    settings = Settings(data_dir=root / "data")
+    settings.data_dir.mkdir(parents=True)
+    shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
+    seed_embeddings(settings.data_dir)
+    runtime = Runtime.open(settings)
+    await ingest(runtime, [SAMPLE_KB / SMALL_KB_DOC])
+    austin = iter(range(8))
+    await ingest_demo_registry(runtime, registry_subset(
+        root / "facilities.csv", lambda r: r["city"] == "AUSTIN" and next(austin, None) is not None))
+    yield runtime
+    await runtime.close()

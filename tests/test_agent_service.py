@@ -21,7 +21,7 @@ from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
 from tests.conftest import REPO, SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
-from tests.knowledge_fixtures import eval_run, service_on
+from tests.knowledge_fixtures import DEMO_REGISTRY, eval_run, ingest_demo_registry, registry_subset, service_on
 
 KB_FILES = ["bcy2025-psoc-chart-twc-qa.md", "bcy-26-psoc-chart-twc-qa.md", "tx3c-desk-aid-prospective-payment-accessible-twc-qa.md"]
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -38,25 +38,19 @@ PROVIDERS = {
 @pytest.fixture(scope="module")
 async def kb(tmp_path_factory):
     """One runtime over a small real KB + facility registry, shared by the module."""
-    from agent.facilities.ingest import ingest_facilities
     from agent.knowledge.ingest import ingest
 
     root = tmp_path_factory.mktemp("agent-kb")
-    with SAMPLE_FACILITIES.open(newline="", encoding="utf-8") as src:
-        rows = list(csv.reader(src))
-    travis = root / "travis.csv"
-    with travis.open("w", newline="", encoding="utf-8") as out:
-        csv.writer(out).writerows([rows[0]] + [r for r in rows[1:] if "TRAVIS" in r])
     runtime = Runtime.open(Settings(data_dir=seed_embeddings(root / "data")))
     await ingest(runtime, [SAMPLE_KB / name for name in KB_FILES])
-    await ingest_facilities(runtime, travis)
+    await ingest_demo_registry(runtime, registry_subset(root / "travis.csv", lambda r: r["county"] == "TRAVIS"))
     yield runtime
     await runtime.close()
 
 
 def facility_hits(result) -> list:
     """The registry records a turn's facility searches found."""
-    return [hit for found in result.data.get("search_facilities", []) for hit in found]
+    return [hit for found in result.data.get("search_facilities", []) for hit in found.hits]
 
 
 def make_service(kb, tmp_path, *, store=None, **fields) -> Askdesk:
@@ -227,7 +221,7 @@ async def test_facility_route_prefetches_the_registry_search(kb, llm_server, tmp
     assert result.tool_calls == ["search_facilities"]
     assert progress.lines == ["Looking up facilities…"]
     assert "Ebenezer Child Development Center" in llm_server.requests[0].text
-    assert any(f.operation_number == "139" for f in facility_hits(result))
+    assert any(f.id == "139" for f in facility_hits(result))
 
 
 # --------------------------------------------------------------------------- no LLM
@@ -267,7 +261,7 @@ async def test_slack_style_history_is_used_and_not_stored(kb, tmp_path):
 async def test_search_only_facility_answer_lists_facilities(kb, tmp_path):
     result = await make_service(kb, tmp_path).answer(AskRequest(text="accredited centers in Travis County"))
     assert result.route == "facility" and result.search_only
-    assert {f.operation_number for f in facility_hits(result)} >= {"139", "34308"}
+    assert {f.id for f in facility_hits(result)} >= {"139", "34308"}
     assert "Ebenezer Child Development Center" in result.answer
 
 
@@ -335,6 +329,8 @@ def test_cli_demo_without_a_terminal_loads_the_data_and_answers_two_questions(tm
         rows = list(csv.reader(src))
     with (examples / "facilities.csv").open("w", newline="", encoding="utf-8") as out:
         csv.writer(out).writerows([rows[0]] + [r for r in rows[1:] if "TRAVIS" in r])
+    (examples / "registries").mkdir()
+    (examples / "registries" / "facility.yaml").write_bytes(DEMO_REGISTRY.read_bytes())
     monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "demo-data"))
 
     out = CliRunner().invoke(app, ["demo", "--examples", str(examples)], input="")
@@ -377,13 +373,17 @@ def test_search_only_answer_says_when_the_evidence_is_weak():
 UNPLACED = "baby care in Austin, somewhere my sister swears by"
 
 
+def is_extraction(response_model) -> bool:
+    """The registry's search arguments (the model reads the words the parser could not place)."""
+    return response_model.__name__ != "RouterDecision"
+
+
 def extraction_model(reply):
     """A router model that answers the facility extraction with `reply` (and routes by the rules)."""
-    from agent.facilities.schema import FacilitySearchArgs
     from agent.providers.function import FunctionModel
 
     def answer(messages, response_model):
-        if response_model is FacilitySearchArgs:
+        if is_extraction(response_model):
             return reply
         assert response_model.__name__ == "RouterDecision"
         return {"route": "facility", "search_query": UNPLACED}
@@ -399,30 +399,27 @@ def service_with_router(kb, tmp_path, router) -> Askdesk:
 
 
 async def test_facility_route_reads_unplaced_words_with_one_router_model_call(kb, tmp_path):
-    from agent.facilities.schema import FacilitySearchArgs
-
     plain = await service_with_router(kb, tmp_path, None).answer(AskRequest(text=UNPLACED))
     assert plain.route == "facility" and plain.llm_calls == 0 and len(facility_hits(plain)) > 1
     model = extraction_model({"accredited": True})
     result = await service_with_router(kb, tmp_path, model).answer(AskRequest(text=UNPLACED))
-    extractions = [c for c in model.calls if c.response_model is FacilitySearchArgs]
+    extractions = [c for c in model.calls if is_extraction(c.response_model)]
     assert len(extractions) == 1 and UNPLACED in extractions[0].messages[-1].content
     assert result.route == "facility" and result.llm_calls == len(model.calls)
     # the extracted criterion is used, what the parser read (infants, Austin) is kept
-    assert facility_hits(result) and all("accredited" in f.matched_features for f in facility_hits(result))
-    assert {f.operation_number for f in facility_hits(result)} < {f.operation_number for f in facility_hits(plain)}
+    assert facility_hits(result) and all("accredited" in f.matched for f in facility_hits(result))
+    assert {f.id for f in facility_hits(result)} < {f.id for f in facility_hits(plain)}
 
 
 async def test_facility_route_without_unplaced_words_or_with_a_failing_model_keeps_the_parse(kb, tmp_path):
-    from agent.facilities.schema import FacilitySearchArgs
     from agent.providers.base import ProviderError
 
     plain = await service_with_router(kb, tmp_path, None).answer(AskRequest(text=UNPLACED))
     failing = extraction_model(ProviderError("down", provider="function"))
     result = await service_with_router(kb, tmp_path, failing).answer(AskRequest(text=UNPLACED))
     assert result.route == "facility" and "reference" not in result.answer
-    assert [f.operation_number for f in facility_hits(result)] == [f.operation_number for f in facility_hits(plain)]
-    assert sum(c.response_model is FacilitySearchArgs for c in failing.calls) == 1
+    assert [f.id for f in facility_hits(result)] == [f.id for f in facility_hits(plain)]
+    assert sum(is_extraction(c.response_model) for c in failing.calls) == 1
     clean = extraction_model({"accredited": True})
     await service_with_router(kb, tmp_path, clean).answer(AskRequest(text="baby care in Austin"))
-    assert not any(c.response_model is FacilitySearchArgs for c in clean.calls)
+    assert not any(is_extraction(c.response_model) for c in clean.calls)

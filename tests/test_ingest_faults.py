@@ -144,17 +144,16 @@ def test_cli_without_a_terminal_prints_progress_lines_and_no_pdf_warnings(cli_en
 
 
 def test_bad_longitude_is_named_as_longitude():
-    from agent.facilities.registry import parse_registry_text
-    from tests.test_facilities_registry import HEADER, _row
+    from tests.test_registry_rows import HEADER, _row, schema
 
     def lon(row: str, value: str) -> str:
         return row.rsplit(",", 1)[0] + "," + value
 
     rows = [HEADER, lon(_row("1"), "west"), _row("2", lat="95"), lon(_row("3"), ""), _row("4")]
-    parsed = parse_registry_text("\n".join(rows), source="r.csv")
+    parsed = schema().parse_text("\n".join(rows), source="r.csv")
     assert [e.message for e in parsed.errors] == [
         "longitude: not a number: 'west'",
         "latitude: out of range (-90 to 90): '95'",
         "latitude/longitude: has only one of latitude and longitude",
     ]
-    assert [f.operation_number for f in parsed.facilities] == ["4"]
+    assert [f["operation_number"] for f in parsed.records] == ["4"]

@@ -93,13 +93,16 @@ def test_the_facility_shortcuts_use_the_declared_registry_else_the_demos(tmp_pat
     out = invoke("ingest-facilities", str(small))  # no facility registry declared: the demo's declaration
     assert out.exit_code == 0 and "3 of 3 rows loaded" in out.output
     assert invoke("facility", "accredited in Austin").output.startswith("Facilities: accredited · in Austin")
-    own = data / "registries" / "facility.yaml"
-    own.parent.mkdir(parents=True)
+    own = data / "registries" / "facility.yaml"  # the demo's declaration was installed there
     own.write_text(DEMO_YAML.read_text(encoding="utf-8").replace("plural: facilities", "plural: providers"),
                    encoding="utf-8")
     assert invoke("facility", "accredited in Austin").output.startswith("Providers: accredited · in Austin")
-    monkeypatch.setenv("ASKDESK_FACILITIES_COLLECTION", "elsewhere")  # the older settings still apply
-    assert "no collection 'elsewhere'" in invoke("facility", "accredited in Austin").output
+
+
+def test_the_facility_shortcut_on_a_data_dir_without_the_registry_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "data"))
+    out = invoke("facility", "infant care near 78702")
+    assert out.exit_code == 1 and "not loaded" in out.output and "ingest-facilities" in out.output
 
 
 async def test_a_registry_ingest_is_handed_to_the_running_bot(tmp_path):

@@ -7,7 +7,6 @@ import pytest
 import yaml
 
 from agent.capabilities.base import Capabilities, Found
-from agent.capabilities.facility_legacy import FacilityCapability
 from agent.capabilities.knowledge import KnowledgeCapability
 from agent.knowledge.search import Passage
 from agent.messages import ChatMessage
@@ -17,16 +16,15 @@ from agent.providers.function import ScriptedModel
 from agent.tools.base import ToolResult
 from agent.turn.state import CountedModel, Ledger
 from agent.understanding.classify import Classifier
-from agent.understanding.domain import EMPTY, load_domain
 from agent.understanding.gate import TopicVerdict
 from agent.understanding.identity import Identity
 from agent.understanding.wording import classify_rules, classify_similarity, heuristic_rewrite, is_followup
 from tests.conftest import DEV_EVAL, REPO
+from tests.knowledge_fixtures import demo_registry_capability
 from tests.fakes.steps import route as route_step
 
 DEV = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
-TEXAS = [FacilityCapability(None, load_domain(REPO / "examples" / "texas-childcare" / "domain.yaml"))]
-GENERIC = [FacilityCapability(None, EMPTY)]  # the registry without the demo's domain words
+TEXAS = [demo_registry_capability()]
 
 
 def user(text: str) -> ChatMessage:
@@ -44,14 +42,8 @@ def test_dev_facility_queries_route_to_facility_with_the_demo_domain_file(item):
     assert classify_rules(item["query"], [], TEXAS).route == "facility"
 
 
-@pytest.mark.parametrize("item", DEV["facility"], ids=lambda i: i["id"])
-def test_facility_queries_route_without_a_domain_file_too(item):
-    """Generic nouns and the registry schema's own criteria (ages, services) are enough."""
-    assert classify_rules(item["query"], [], GENERIC).route == "facility"
-
-
-def test_domain_file_facility_nouns():
-    assert classify_rules("daycares near 78702", [], GENERIC).route is None
+def test_the_registrys_own_nouns_make_a_search():
+    """'daycares' names a record of the demo's registry (its declaration's words, not code)."""
     assert classify_rules("daycares near 78702", [], TEXAS).route == "facility"
 
 

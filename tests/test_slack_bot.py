@@ -20,7 +20,7 @@ from agent.turn.service import Askdesk
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, FakeSlackAPI, SlackHarness, message_event, signed_headers
 
-KB_DOC = "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
+from tests.knowledge_fixtures import SMALL_KB_DOC as KB_DOC
 AGENT = "openai"  # agent model queue in the fake LLM server
 ROUTER = "groq"
 
@@ -32,31 +32,6 @@ def search_step(query: str = "income eligibility") -> dict:
 def final(answer: str, *sources: str) -> dict:
     return {"step": {"kind": "final_answer", "answer": answer, "confidence": 0.9,
                      "references": [{"source": s} for s in sources]}}
-
-
-@pytest.fixture(scope="module")
-async def kb_runtime(tmp_path_factory, kb_subset_cache):
-    """One small knowledge document (its embeddings come from the session's warm cache) and
-    eight Austin facilities, ingested once for the module."""
-    root = tmp_path_factory.mktemp("slack-kb")
-    settings = Settings(data_dir=root / "data")
-    settings.data_dir.mkdir(parents=True)
-    shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
-    seed_embeddings(settings.data_dir)
-    runtime = Runtime.open(settings)
-    from agent.facilities.ingest import ingest_facilities
-    from agent.knowledge.ingest import ingest
-
-    await ingest(runtime, [SAMPLE_KB / KB_DOC])
-    subset = root / "facilities.csv"
-    with open(SAMPLE_FACILITIES, newline="") as src, open(subset, "w", newline="") as dst:
-        rows = list(csv.DictReader(src))
-        writer = csv.DictWriter(dst, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows([r for r in rows if r["city"] == "AUSTIN"][:8])
-    await ingest_facilities(runtime, subset)
-    yield runtime
-    await runtime.close()
 
 
 @pytest.fixture
@@ -409,21 +384,22 @@ async def test_facility_command_acks_then_responds_with_compact_list(make_bot, f
     assert payload["response_type"] == "ephemeral" and payload["replace_original"] is True
     text = json.dumps(payload["blocks"])
     assert "Austin" in text and "512-" in text and " mi" in text  # name/address, phone, distance
-    assert "facility_share" in text
+    assert "records_share" in text
     assert fake_slack.calls_to("chat.postMessage") == []  # no LLM, no channel message
 
 
 async def test_facility_command_without_text_shows_usage(make_bot, fake_slack):
     slack = await make_bot()
     assert await slack.command("", hook="cmd2") == 200
-    assert "Usage" in slack.last_body and "/facility" in slack.last_body
+    assert "Search the licensed facility registry" in slack.last_body and "/facility infant care" in slack.last_body
     await slack.bot.drain()
     assert fake_slack.calls_to("response_url:cmd2") == []
 
 
 async def test_share_in_channel_posts_visible_copy(make_bot, fake_slack):
     slack = await make_bot()
-    assert await slack.click("facility_share", "infant care near 78702", hook="share") == 200
+    value = json.dumps({"c": "facility", "q": "infant care near 78702"})
+    assert await slack.click("records_share", value, hook="share") == 200
     await slack.bot.drain()
     shared, deleted = [c.args for c in fake_slack.calls_to("response_url:share")]
     assert shared["response_type"] == "in_channel" and "<@U0001>" in json.dumps(shared["blocks"])

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.fakes.slack_api import BOT_USER_ID, event_envelope, message_event, signed_headers
-from tests.test_slack_bot import AGENT, KB_DOC, bot_messages, fake_slack, final, kb_runtime, llm, make_bot  # noqa: F401
+from tests.test_slack_bot import AGENT, KB_DOC, bot_messages, fake_slack, final, llm, make_bot  # noqa: F401
 
 MARKER = "PLUM-ZEBRA-4417"
 # The Slack side's loggers (model SDKs' own debug logging is the agent's concern)

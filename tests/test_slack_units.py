@@ -82,23 +82,25 @@ def test_feedback_value_fits_slack_button_limit():
     assert json.loads(value)["a"] == "id"
 
 
-def test_facility_blocks_are_compact_and_shareable():
-    from agent.facilities.command import FacilityCommandResult
-    from agent.facilities.schema import FacilityHit, FacilityResults
+def test_record_blocks_are_compact_and_shareable():
+    from agent.capabilities.base import Command, CommandResult, Detail, RecordView
 
-    hits = [FacilityHit(operation_number=str(i), name=f"Center {i}", address="1 MAIN ST", city="AUSTIN",
-                        zip="78702", phone="512-555-0100", ages=["infant", "toddler"], distance_miles=1.234 * i)
-            for i in range(12)]
-    result = FacilityCommandResult(text="infant care near 78702", summary="infant care · within 10 mi of 78702",
-                                   results=FacilityResults(facilities=hits, total=30))
-    out = blocks.facility_blocks(result, shareable=True)
+    views = [RecordView(id=str(i), title=f"Center {i} <!channel>", details=[
+        Detail(text="1 MAIN ST, Austin, 78702"), Detail(text="512-555-0100", icon="phone"),
+        Detail(text="ages: infant, toddler"), Detail(text=f"{1.234 * i:.1f} mi")]) for i in range(12)]
+    command = Command(name="facility", capability="facility", title="licensed facilities", usage="",
+                      record="facility", records="facilities")
+    result = CommandResult(command="facility", text="infant care near 78702", records=views, total=30,
+                           summary="infant care · within 10 mi of 78702")
+    out = blocks.record_blocks(result, command, shareable=True)
     text = json.dumps(out)
-    assert "Center 0" in text and "512-555-0100" in text and "ages: infant, toddler" in text and "2.5 mi" in text
-    assert "1 MAIN ST, Austin, 78702" in text
+    assert "*Facilities:*" in text and "Center 0" in text and ":telephone_receiver: 512-555-0100" in text
+    assert "ages: infant, toddler" in text and "2.5 mi" in text and "1 MAIN ST, Austin, 78702" in text
+    assert "<!channel>" not in text and "&lt;!channel&gt;" in text  # record text is escaped
     assert "Center 10" not in text and "Showing 10 of 30" in text
-    assert out[-1]["elements"][0]["action_id"] == "facility_share"
-    assert out[-1]["elements"][0]["value"] == "infant care near 78702"
-    shared = blocks.facility_blocks(result, shareable=False, shared_by="U9")
+    assert out[-1]["elements"][0]["action_id"] == blocks.RECORDS_SHARE
+    assert json.loads(out[-1]["elements"][0]["value"]) == {"c": "facility", "q": "infant care near 78702"}
+    shared = blocks.record_blocks(result, command, shareable=False, shared_by="U9")
     assert "<@U9>" in json.dumps(shared) and shared[-1]["type"] != "actions"
 
 

@@ -72,6 +72,10 @@ COMMANDS = [
 async def test_every_command_says_in_one_line_that_the_store_is_in_use(tmp_path):
     data = tmp_path / "data"
     holder = Runtime.open(Settings(data_dir=data))  # this test process plays "the other process"
+    from tests.knowledge_fixtures import DEMO_REGISTRY
+
+    (data / "registries").mkdir()  # a deployment with the demo's registry (`facility` needs one)
+    (data / "registries" / DEMO_REGISTRY.name).write_bytes(DEMO_REGISTRY.read_bytes())
     try:
         env = cli_env(data)
         eval_file = tmp_path / "eval.yaml"

@@ -98,7 +98,7 @@ async def test_facility_registry_updates_are_handed_over_too(tmp_path):
     channel = await start_admin_channel(settings, runtime)
     try:
         code, out, err = await run_cli(["ingest-facilities", str(SAMPLE_FACILITIES)], cli_env(data), timeout=240)
-        count = await runtime.store.count(settings.facilities_collection)
+        count = await runtime.store.count("facilities")
     finally:
         if channel is not None:
             await channel.close()

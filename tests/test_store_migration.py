@@ -9,12 +9,12 @@ import shutil
 from qdrant_client import AsyncQdrantClient
 
 from agent.config import Settings
-from agent.facilities.ingest import ingest_facilities
 from agent.knowledge.ingest import ingest
 from agent.knowledge.search import search
 from agent.runtime import Runtime
 from agent.store.migrate import MIGRATED_DIR
 from agent.store.server import ServerStore
+from tests.knowledge_fixtures import ingest_demo_registry
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
 
 DOCS = ["bcy2025-psoc-chart-twc-qa.md", "trs-parent-brochure-spa-qa.md"]
@@ -37,7 +37,7 @@ async def test_an_old_local_mode_data_dir_is_migrated_on_first_open(tmp_path, ca
     old = old_local_mode_runtime(settings)
     try:
         report = await ingest(old, [kb])
-        await ingest_facilities(old, SAMPLE_FACILITIES)
+        await ingest_demo_registry(old)
         before = await search(old, "Texas Rising Star", top_k=3)
     finally:
         await old.close()
@@ -52,7 +52,7 @@ async def test_an_old_local_mode_data_dir_is_migrated_on_first_open(tmp_path, ca
         assert [p.source for p in after] == [p.source for p in before]
         rerun = await ingest(runtime, [kb])
         assert rerun.updated == [] and rerun.chunks_written == 0  # same ids, hashes and embedder
-        again = await ingest_facilities(runtime, SAMPLE_FACILITIES)
+        again = await ingest_demo_registry(runtime)
         assert again.unchanged == 121
     finally:
         await runtime.close()

@@ -14,7 +14,6 @@ from tests.test_slack_bot import (  # noqa: F401  (fixtures)
     bot_messages,
     fake_slack,
     final,
-    kb_runtime,
     llm,
     make_bot,
 )

@@ -9,7 +9,6 @@ from tests.test_teams_bot import (  # noqa: F401  (fixtures)
     KB_DOC,
     connector,
     final,
-    kb_runtime,
     llm,
     make_bot,
 )

@@ -31,7 +31,7 @@ from tests.fakes.teams_connector import (
     personal_conversation,
 )
 
-KB_DOC = "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
+from tests.knowledge_fixtures import SMALL_KB_DOC as KB_DOC
 AGENT = "openai"
 ROUTER = "groq"
 
@@ -39,30 +39,6 @@ ROUTER = "groq"
 def final(answer: str, *sources: str) -> dict:
     return {"step": {"kind": "final_answer", "answer": answer, "confidence": 0.9,
                      "references": [{"source": s} for s in sources]}}
-
-
-@pytest.fixture(scope="module")
-async def kb_runtime(tmp_path_factory, kb_subset_cache):
-    """One knowledge document and eight Austin facilities, ingested once for the module."""
-    root = tmp_path_factory.mktemp("teams-kb")
-    settings = Settings(data_dir=root / "data")
-    settings.data_dir.mkdir(parents=True)
-    shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
-    seed_embeddings(settings.data_dir)
-    runtime = Runtime.open(settings)
-    from agent.facilities.ingest import ingest_facilities
-    from agent.knowledge.ingest import ingest
-
-    await ingest(runtime, [SAMPLE_KB / KB_DOC])
-    subset = root / "facilities.csv"
-    with open(SAMPLE_FACILITIES, newline="") as src, open(subset, "w", newline="") as dst:
-        rows = list(csv.DictReader(src))
-        writer = csv.DictWriter(dst, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows([r for r in rows if r["city"] == "AUSTIN"][:8])
-    await ingest_facilities(runtime, subset)
-    yield runtime
-    await runtime.close()
 
 
 @pytest.fixture

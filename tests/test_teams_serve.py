@@ -131,7 +131,11 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def test_teams_package_writes_a_valid_app_zip(tmp_path):
+def test_teams_package_writes_a_valid_app_zip(tmp_path, monkeypatch):
+    from tests.knowledge_fixtures import DEMO_REGISTRY
+
+    monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ASKDESK_REGISTRIES", str(DEMO_REGISTRY))  # its command and compose-box search
     out = tmp_path / "pkg" / "askdesk.zip"
     result = CliRunner().invoke(cli, ["teams", "package", "--bot-id", BOT_GUID.upper(), "--out", str(out),
                                       "--domain", "https://abc123.devtunnels.ms/api/messages"])
@@ -153,10 +157,17 @@ def test_teams_package_writes_a_valid_app_zip(tmp_path):
     assert any(c["title"] == "facility" for lst in bot["commandLists"] for c in lst["commands"])
     [extension] = manifest["composeExtensions"]
     [command] = extension["commands"]
-    assert extension["botId"] == BOT_GUID and command["type"] == "query" and command["id"] == "searchFacilities"
+    assert extension["botId"] == BOT_GUID and command["type"] == "query" and command["id"] == "facility"
     assert command["parameters"][0]["name"] == "query"
     assert manifest["validDomains"] == ["abc123.devtunnels.ms"]
     assert "${{" not in json.dumps(manifest)
+
+    monkeypatch.delenv("ASKDESK_REGISTRIES")  # a deployment without a registry offers no search
+    assert CliRunner().invoke(cli, ["teams", "package", "--bot-id", BOT_GUID, "--out", str(out)]).exit_code == 0
+    with zipfile.ZipFile(out) as package:
+        manifest = json.loads(package.read("manifest.json"))
+    assert "composeExtensions" not in manifest or not manifest["composeExtensions"]
+    assert not any(c["title"] == "facility" for lst in manifest["bots"][0]["commandLists"] for c in lst["commands"])
 
 
 def test_teams_package_rejects_a_bad_bot_id(tmp_path):

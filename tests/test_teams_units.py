@@ -9,7 +9,7 @@ from microsoft_teams.api import MessageActivity, MessageActivityInput
 
 from agent.references import Reference
 from agent.turn.service import AnswerResult
-from bot.teams.facility import facility_query
+from bot.teams.commands import command_of
 from bot.teams.incoming import parse
 from bot.teams.render import answer_activity, used_markers
 from tests.fakes.teams_connector import channel_conversation, message_activity
@@ -26,7 +26,7 @@ def test_only_markers_that_point_at_a_reference_become_citations():
     text = "Yes [2], and also [1][2]. Not [4] or [0] or [12]."
     assert used_markers(text, REFS) == [1, 2]
     rendered = answer_activity(AnswerResult(answer=text, route="knowledge", references=REFS, llm_calls=1,
-                                            confidence=0.9), notice=None, sources_heading="Sources")
+                                            confidence=0.9), notice=None, feedback=True, sources_heading="Sources")
     entity = root(rendered.activity)
     claims = {c["position"]: c["appearance"]["name"] for c in entity["citation"]}
     assert claims == {1: "Document 1", 2: "Document 2"}  # same numbering as the Slack sources list
@@ -37,7 +37,7 @@ def test_only_markers_that_point_at_a_reference_become_citations():
 def test_long_titles_are_clipped_to_teams_limits():
     long = Reference(source="x.md", title="T" * 200, section="S" * 400, url="file:///local/path")
     rendered = answer_activity(AnswerResult(answer="See [1].", route="knowledge", references=[long], llm_calls=1,
-                                            confidence=0.5), notice=None, sources_heading="Sources")
+                                            confidence=0.5), notice=None, feedback=True, sources_heading="Sources")
     [claim] = root(rendered.activity)["citation"]
     assert len(claim["appearance"]["name"]) == 80 and len(claim["appearance"]["abstract"]) == 160
     assert claim["appearance"].get("url") is None  # only web links are clickable
@@ -45,19 +45,30 @@ def test_long_titles_are_clipped_to_teams_limits():
 
 def test_sources_line_when_the_answer_cites_nothing_inline_and_no_label_for_fixed_texts():
     rendered = answer_activity(AnswerResult(answer="Families qualify.", route="knowledge", references=REFS[:1],
-                                            llm_calls=1, confidence=0.8), notice="Set X", sources_heading="Sources")
+                                            llm_calls=1, confidence=0.8), notice="Set X", feedback=True, sources_heading="Sources")
     assert "**Sources:** [1] Document 1" in rendered.activity.text and rendered.activity.text.endswith("_ℹ️ Set X_")
     refusal = answer_activity(AnswerResult(answer="Sorry, I can only help with…", route="offtopic", llm_calls=1),
-                              notice=None, sources_heading="Sources")
+                              notice=None, feedback=False, sources_heading="Sources")
     assert not refusal.feedback and not refusal.activity.entities  # no label, no feedback loop
 
 
-def test_facility_prefix():
-    assert facility_query("facility infant care near 78702") == "infant care near 78702"
-    assert facility_query("Facilities: pre-k in Austin") == "pre-k in Austin"
-    assert facility_query("/facility") == ""
-    assert facility_query("what facility rules apply to infants?") is None
-    assert facility_query("facilityless") is None
+def test_a_registry_command_typed_to_the_bot():
+    from types import SimpleNamespace
+
+    from tests.knowledge_fixtures import demo_registry_capability
+
+    commands = demo_registry_capability().commands()
+    bot = SimpleNamespace(askdesk=SimpleNamespace(commands=lambda: commands))
+
+    def query(text):
+        found = command_of(bot, text)
+        return found[1] if found else None
+
+    assert query("facility infant care near 78702") == "infant care near 78702"
+    assert query("Facilities: pre-k in Austin") == "pre-k in Austin"
+    assert query("/facility") == ""
+    assert query("what facility rules apply to infants?") is None
+    assert query("facilityless") is None
 
 
 def test_mention_of_the_bot_is_stripped_but_other_mentions_stay():

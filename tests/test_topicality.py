@@ -55,7 +55,8 @@ async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_req
 async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_misses(kb_settings):
     from agent.evaluation import routes
 
-    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
+    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml",
+                                              "registries": [TEXAS / "registries" / "facility.yaml"]})
     items = [
         {"id": "r1", "question": "guarderías en Houston que acepten bebés", "route": "facility"},
         {"id": "r2", "question": "¿cuánto paga TWC a una guardería en Houston por un bebé?", "route": "knowledge"},

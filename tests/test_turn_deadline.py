@@ -22,7 +22,7 @@ SLACK = 8.0  # a loaded 2-core machine adds seconds to a turn, never a minute
 
 
 @pytest.fixture
-async def kb_runtime(kb_settings):
+async def full_kb_runtime(kb_settings):
     runtime = Runtime.open(kb_settings)
     yield runtime
     await runtime.close()
@@ -48,10 +48,10 @@ def _sources(result) -> set[str]:
     return {r.source for r in result.references}
 
 
-async def test_a_hanging_agent_model_gets_search_results_within_the_deadline(kb_runtime, llm_server, tmp_path):
+async def test_a_hanging_agent_model_gets_search_results_within_the_deadline(full_kb_runtime, llm_server, tmp_path):
     llm_server.check_complete = False
     llm_server.script_fault("openai", "hang", times=3)
-    result, seconds = await _ask(kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini")
+    result, seconds = await _ask(full_kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini")
     assert seconds < BUDGET + SLACK
     assert result.search_only and INCOME_DOC in _sources(result)
     assert result.answer.startswith("The language model is not answering right now")
@@ -60,39 +60,39 @@ async def test_a_hanging_agent_model_gets_search_results_within_the_deadline(kb_
     assert len(llm_server.requests_for("openai")) <= 1  # a hang is not retried
 
 
-async def test_router_and_agent_hanging_share_one_deadline(kb_runtime, llm_server, tmp_path):
+async def test_router_and_agent_hanging_share_one_deadline(full_kb_runtime, llm_server, tmp_path):
     llm_server.check_complete = False
     llm_server.script_fault("groq", "hang", times=3)
     llm_server.script_fault("openai", "hang", times=3)
-    result, seconds = await _ask(kb_runtime, tmp_path, router_model_first=True, agent_model="openai/gpt-4.1-mini",
+    result, seconds = await _ask(full_kb_runtime, tmp_path, router_model_first=True, agent_model="openai/gpt-4.1-mini",
                                  router_model="groq/llama-3.1-8b-instant")
     assert seconds < BUDGET + SLACK
     assert result.search_only and INCOME_DOC in _sources(result)
 
 
-async def test_a_rejected_key_reads_as_a_configuration_problem_with_search_results(kb_runtime, llm_server, tmp_path):
+async def test_a_rejected_key_reads_as_a_configuration_problem_with_search_results(full_kb_runtime, llm_server, tmp_path):
     llm_server.script_fault("openai", "401")
-    result, _ = await _ask(kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini")
+    result, _ = await _ask(full_kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini")
     assert result.search_only and INCOME_DOC in _sources(result)
     assert "an administrator needs to check OPENAI_API_KEY" in result.answer
     assert "try again" not in result.answer
 
 
 @pytest.mark.parametrize("kind", ["500", "empty_choices", "schema_invalid"])
-async def test_every_model_failing_gets_search_results(kb_runtime, llm_server, tmp_path, kind):
+async def test_every_model_failing_gets_search_results(full_kb_runtime, llm_server, tmp_path, kind):
     llm_server.script_fault("openai", kind, times=3)
     llm_server.script_fault("gemini", kind, times=3)
     llm_server.check_complete = False  # how often each is re-asked is the provider's business
-    result, seconds = await _ask(kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini",
+    result, seconds = await _ask(full_kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini",
                                  fallback_models=["gemini/gemini-2.5-flash"], llm_max_retries=2)
     assert result.search_only and INCOME_DOC in _sources(result) and seconds < BUDGET + SLACK
     assert result.answer.startswith("The language model is not answering right now")
 
 
-async def test_apology_with_reference_only_when_search_fails_too(kb_runtime, llm_server, tmp_path):
+async def test_apology_with_reference_only_when_search_fails_too(full_kb_runtime, llm_server, tmp_path):
     llm_server.check_complete = False
     llm_server.script_fault("openai", "hang", times=3)
-    result, seconds = await _ask(kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini",
+    result, seconds = await _ask(full_kb_runtime, tmp_path, agent_model="openai/gpt-4.1-mini",
                                  collection="no-such-collection")
     assert seconds < BUDGET + SLACK
     assert not result.references and "(reference " in result.answer

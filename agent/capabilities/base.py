@@ -47,6 +47,13 @@ class Command:
     usage: str  # help text shown for empty/"help" input (plain text; `/NAME` written as such)
     example: str = ""  # one example query ("infant care near 78702")
     extension: bool = True  # also offered as a Teams message extension
+    record: str = "record"  # what one result is called ("facility")
+    records: str = "records"  # ...and several ("facilities")
+
+    def help(self, prefix: str = "/") -> str:
+        """The usage text, with the command written as the surface types it ("/facility",
+        "facility" in Teams, "askdesk facility" in a terminal)."""
+        return self.usage.replace(f"/{self.name}", f"{prefix}{self.name}")
 
 
 class Detail(BaseModel):

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 from agent.capabilities.base import Capability
 
 if TYPE_CHECKING:
-    from agent.config import Settings
+    from agent.prompts import PromptSet
     from agent.runtime import Runtime
-    from agent.understanding.domain import Domain
 
 
-def load_registries(runtime: "Runtime | None", settings: "Settings", domain: "Domain") -> list[Capability]:
+def load_registries(runtime: "Runtime | None", prompts: "PromptSet") -> list[Capability]:
+    """Every declared registry as a capability (DeclarationError at start-up for a broken one)."""
     if runtime is None:
         return []
-    from agent.capabilities.facility_legacy import FacilityCapability
+    from agent.capabilities.registry import registry_capabilities
 
-    return [FacilityCapability(runtime, domain)]
+    return list(registry_capabilities(runtime, prompts))

@@ -20,6 +20,7 @@ from agent.tools.registry_search import make_registry_tool
 if TYPE_CHECKING:
     from agent.prompts import PromptSet
     from agent.providers.base import Model
+    from agent.registry.declaration import Declaration
     from agent.registry.registry import Registry
     from agent.runtime import Runtime
     from agent.tools.base import Tool
@@ -71,9 +72,7 @@ class RegistryCapability:
         return [self.registry.views.record_view(hit) for hit in data.hits]
 
     def commands(self) -> list[Command]:
-        decl = self.registry.decl
-        return [Command(name=decl.command.name, capability=self.name, title=decl.title, usage=decl.command.usage,
-                        example=decl.command.example, extension=decl.command.extension)]
+        return [declared_command(self.registry.decl)]
 
     async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
         if name != self.registry.decl.command.name:
@@ -83,6 +82,13 @@ class RegistryCapability:
 
     def eval_sections(self) -> dict[str, EvalSection]:
         return {self.name: RegistryEvalSection(self.registry)}
+
+
+def declared_command(decl: "Declaration") -> Command:
+    """The command a registry's declaration offers on every surface."""
+    return Command(name=decl.command.name, capability=decl.name, title=decl.title, usage=decl.command.usage,
+                   example=decl.command.example, extension=decl.command.extension, record=decl.record.singular,
+                   records=decl.record.plural)
 
 
 def registry_capabilities(runtime: "Runtime", prompts: "PromptSet | None" = None) -> list[RegistryCapability]:

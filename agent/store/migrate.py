@@ -23,12 +23,24 @@ MIGRATED_DIR = "qdrant-local-mode.migrated"
 
 
 def _indexes_for(payload: dict) -> dict[str, models.PayloadSchemaType]:
-    """The payload indexes askdesk creates for this kind of collection, as far as present."""
-    from agent.facilities.store import PAYLOAD_INDEXES
+    """The payload indexes for this kind of collection: a knowledge collection's own; for a
+    registry's, one per filterable value by its type (its next ingest adds what it declares)."""
     from agent.knowledge.store import INDEXED_FIELDS
 
-    wanted = PAYLOAD_INDEXES if "operation_number" in payload else INDEXED_FIELDS
-    return {k: v for k, v in wanted.items() if k in payload}
+    if "chunk_index" in payload or "file_hash" in payload:
+        return {k: v for k, v in INDEXED_FIELDS.items() if k in payload}
+    types = models.PayloadSchemaType
+    out: dict[str, models.PayloadSchemaType] = {}
+    for key, value in payload.items():
+        if isinstance(value, bool):
+            out[key] = types.BOOL
+        elif isinstance(value, int):
+            out[key] = types.INTEGER
+        elif isinstance(value, dict) and {"lat", "lon"} <= set(value):
+            out[key] = types.GEO
+        elif isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            out[key] = types.KEYWORD
+    return out
 
 
 def migrate_local_mode(data_dir: Path, store: "EdgeStore") -> list[str]:

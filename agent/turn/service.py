@@ -62,7 +62,7 @@ class Askdesk:
         self._owns_runtime = owns_runtime
         self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
         self.identity = Identities(settings, self.domain, runtime)  # what askdesk says it is about
-        self.registries = load_registries(runtime, settings, self.domain)  # a broken declaration fails here
+        self.registries = load_registries(runtime, self.prompts)  # a broken declaration fails here
         self._contexts: dict[str | None, TurnContext] = {}
 
     @classmethod

@@ -3,9 +3,9 @@
 The code knows no domain. What the knowledge base says about itself (its vocabulary, titles,
 headings) is read from the collection (agent/knowledge/vocabulary.py); this optional YAML
 (`ASKDESK_DOMAIN_FILE`) adds what the documents cannot say: the words staff use that the
-documents do not (other languages, slang), what names a facility in the registry, and
-deployment-specific requests to decline, and the nicknames of the registry's places ("SA",
-"H-town"). It also says, in words, what the documents are about
+documents do not (other languages, slang) and deployment-specific requests to decline. (What
+names a registry's records and its places' nicknames live in the registry's declaration:
+docs/registries.md.) It also says, in words, what the documents are about
 (`description`, `capabilities`, `examples`: see agent/understanding/identity.py). The Texas demo's lives in
 examples/texas-childcare/.
 """
@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.accents import fold
-from agent.facilities.words import shipped_words
+
 
 class Domain(BaseModel):
     """Parsed domain file (every field optional)."""
@@ -32,27 +32,14 @@ class Domain(BaseModel):
     examples: str | None = Field(None, description="Example requests suggested in refusals and greetings.")
 
     terms: list[str] = Field(default_factory=list, description="A message containing one is never refused without a model.")
-    facility_nouns: list[str] = Field(default_factory=list, description="Words naming a facility of the registry.")
     offtopic: list[str] = Field(default_factory=list, description="Extra examples of requests to decline.")
-    place_aliases: dict[str, str] = Field(
-        default_factory=dict, description="Nickname or abbreviation -> place name of the registry ('SA': San Antonio)."
-    )
 
     @cached_property
     def terms_re(self) -> re.Pattern | None:
         return _phrases_re(self.terms)
 
-    @cached_property
-    def facility_re(self) -> re.Pattern:
-        # the generic words of every registry (agent/data/facility_words.yaml) and the deployment's
-        return _phrases_re([*shipped_words().facility_nouns, *self.facility_nouns])  # type: ignore[return-value]
-
     def has_terms(self, text: str) -> bool:
         return bool(self.terms_re and self.terms_re.search(fold(text)))
-
-    def names_facility(self, text: str) -> bool:
-        """A generic or domain facility noun, with or without accents ("guarderias")."""
-        return bool(self.facility_re.search(fold(text)))
 
 
 def _phrases_re(phrases: list[str]) -> re.Pattern | None:
@@ -75,7 +62,7 @@ def _load(path: str, mtime: float) -> Domain:
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping (description, capabilities, examples, terms, ...)")
-    return Domain(**{k: v for k, v in data.items() if k in Domain.model_fields and v})
+    return Domain(**{k: v for k, v in data.items() if k in Domain.model_fields and v})  # older keys are ignored
 
 
 DATA_DIR_FILE = "domain.yaml"  # found in the data dir when ASKDESK_DOMAIN_FILE is not set

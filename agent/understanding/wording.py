@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agent.accents import fold
-from agent.facilities.words import shipped_words
+from agent.registry.words import load_generic_words
 from agent.messages import ChatMessage
 from agent.understanding.gate import TopicVerdict
 
@@ -39,7 +39,7 @@ _GREETING_RE = re.compile(
 
 # Asking about amounts, rules or reasons: a question for the documents, even with a place in it
 # (agent/data/facility_words.yaml, en/es/vi; matched on lower-cased, accent-folded text).
-_KNOWLEDGE_MARKERS_RE = shipped_words().knowledge_marker_re()
+_KNOWLEDGE_MARKERS_RE = load_generic_words().knowledge_marker_re()
 
 # Follow-ups that only make sense with the thread.
 _FOLLOWUP_START_RE = re.compile(

@@ -50,27 +50,61 @@ def render_answer(console: Console, result, *, shown_notice: str | None = None, 
     )
 
 
+class TerminalReply:
+    """The turn runner's `Reply` in a terminal: progress lines, the answer drawn as the model
+    writes it, then its sources (or the whole result as JSON)."""
+
+    def __init__(self, console: Console, progress: Console, *, as_json: bool = False, header: str = "",
+                 shown_notice: str | None = None) -> None:
+        self.console, self.progress_console = console, progress
+        self.as_json = as_json
+        self.streams = not as_json
+        self.header = header
+        self.shown_notice = shown_notice
+        self.live = None if as_json else LiveAnswer(console, header=header)
+
+    async def progress(self, step: str) -> None:
+        if not self.as_json:
+            self.progress_console.print(f"[dim]{step}[/dim]")
+
+    async def text(self, delta: str) -> None:
+        if self.live is not None:
+            await self.live(delta)
+
+    async def finish(self, delivery) -> None:
+        result = delivery.result
+        if self.as_json:
+            typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            return None
+        streamed = self.live.close(result.answer)
+        if not streamed and self.header:
+            self.console.print(self.header)
+        render_answer(self.console, result, shown_notice=self.shown_notice, streamed=streamed)
+        return None
+
+    async def note(self, text: str) -> None:
+        self.console.print(text)
+
+    async def apologise(self, text: str) -> None:
+        self.console.print(text)
+
+
+def terminal_runner(service):
+    from bot.turn import TurnRunner
+
+    return TurnRunner(service, rate_limit=False)
+
+
 async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -> int:
-    from agent.turn.service import Askdesk, AskRequest
+    from agent.turn.service import Askdesk
+    from bot.turn import Incoming
 
-    err = _console(stderr=True)
     service = Askdesk.create(settings)
-
-    async def progress(line: str) -> None:
-        if not as_json:
-            err.print(f"[dim]{line}[/dim]")
-
-    live = None if as_json else LiveAnswer(_console(), header="")
+    reply = TerminalReply(_console(), _console(stderr=True), as_json=as_json)
     try:
-        result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress,
-                                      on_text=live)
+        await terminal_runner(service).run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli"), reply)
     finally:
         await service.close()
-    if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-    else:
-        assert live is not None
-        render_answer(live.console, result, streamed=live.close(result.answer))
     return 0
 
 
@@ -104,14 +138,13 @@ async def _read_line(console: Console, prompt: str) -> str:
 
 async def _chat_loop(settings: Settings, thread: str, questions: list[str] | None = None, service=None) -> None:
     """Interactive chat; with `questions`, answers those and returns (non-interactive demo)."""
-    from agent.turn.service import Askdesk, AskRequest
+    from agent.turn.service import Askdesk
+    from bot.turn import Incoming
 
     console = _console()
     own = service is None
     service = service or Askdesk.create(settings)
-
-    async def progress(line: str) -> None:
-        console.print(f"[dim]{line}[/dim]")
+    runner = terminal_runner(service)
 
     shown = service.models.notice if service.search_only else None
     if shown:
@@ -137,13 +170,8 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
                 return
             if not text.strip():
                 continue
-            live = LiveAnswer(console)
-            result = await service.answer(AskRequest(text=text, surface="cli", thread_id=thread), progress=progress,
-                                          on_text=live)
-            streamed = live.close(result.answer)
-            if not streamed:
-                console.print("[bold blue]askdesk>[/bold blue]")
-            render_answer(console, result, shown_notice=shown, streamed=streamed)
+            reply = TerminalReply(console, console, header="[bold blue]askdesk>[/bold blue]", shown_notice=shown)
+            await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli"), reply)
             console.print()
     finally:
         if own:
@@ -158,9 +186,10 @@ def examples_dir() -> Path:
 
 
 async def prepare_demo(settings: Settings, runtime, examples: Path, console: Console) -> None:
-    """Ingest the sample knowledge base and facility registry (idempotent: unchanged files are skipped)."""
-    from agent.facilities.ingest import ingest_facilities
+    """Ingest the sample knowledge base and its registry (idempotent: unchanged files are skipped)."""
     from agent.knowledge.ingest import ingest
+    from agent.registry.registry import Registry
+    from bot.commands.registry import install_declaration
 
     from agent.knowledge.embed_cache import SEED_FILE, open_cache
 
@@ -175,7 +204,7 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
             cache.close()
     domain = examples / "domain.yaml"
     if domain.is_file() and not settings.domain_file:
-        # the demo's own words (other languages, facility nouns): later `askdesk ask/chat` on this
+        # the demo's own words (other languages, colloquial spellings): later `askdesk ask/chat` on this
         # data dir find it there too
         from agent.understanding.domain import DATA_DIR_FILE
 
@@ -185,7 +214,9 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
     report = await ingest(runtime, [kb], collection=settings.collection)
     console.print(f"[dim]knowledge base: {report.files} files, {report.chunks} chunks "
                   f"({len(report.updated)} updated, {len(report.unchanged)} unchanged)[/dim]")
-    fac = await ingest_facilities(runtime, csv, collection=settings.facilities_collection)
+    # the demo's registry declaration goes into the data dir, where every later command finds it
+    declaration = install_declaration(settings, "facility", examples / "registries" / "facility.yaml")
+    fac = await Registry(declaration, runtime).ingest(csv)
     console.print(f"[dim]facilities: {fac.summary()}[/dim]")
 
 

@@ -121,19 +121,19 @@ def ingest(decl: "Declaration", file: Path, collection: str | None, request: "Jo
     emit(ingest_output(report))
 
 
-def search(decl: "Declaration", text: str, *, as_json: bool, collection: str | None) -> None:
-    """Run the registry's command as Slack and Teams do (a router model reads unplaced words)."""
-    from agent.providers.chain import ModelChain
-    from agent.registry.registry import Registry
+def search(name: str, text: str, *, as_json: bool) -> None:
+    """Run registry `name`'s command through the service, as Slack and Teams do (a router model,
+    when configured, reads the words the parser could not place: one call)."""
+    from agent.turn.service import Askdesk
 
     async def run(rt):
-        model = ModelChain.for_router(rt.settings)
+        service = Askdesk.create(rt.settings, rt)
         try:
-            result, _ = await Registry(decl, rt, collection=collection).commands.run(
-                text, model=model if model.configured else None)
+            command = next(c for c in service.commands() if c.capability == name)
+            result, _ = await service.command(command.name, text)
             return result
         finally:
-            await model.aclose()
+            await service.close()
 
     result = run_with_runtime(run)
     typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else result.reply)
@@ -195,16 +195,15 @@ def search_cmd(
     name: str = typer.Argument(..., help="The registry's name."),
     text: list[str] = typer.Argument(None, help='What to find, e.g. "parking near 78701".'),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: interpretation and records."),
-    collection: str = typer.Option(None, "--collection", help="Collection (default: the declaration's)."),
 ) -> None:
     """Search a registry the way its Slack command does (no model needed)."""
     from agent.registry.declaration import DeclarationError
 
     try:
-        decl = find_declaration(load_settings(), name)
+        find_declaration(load_settings(), name)
     except DeclarationError as exc:
         raise _fail(str(exc)) from None
-    search(decl, " ".join(text or []), as_json=as_json, collection=collection)
+    search(name, " ".join(text or []), as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

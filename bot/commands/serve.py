@@ -89,11 +89,11 @@ def slack_config() -> SlackConfig:
     return SlackConfig(bot_token or "", app_token, signing_secret, mode)
 
 
-async def start_slack(settings, askdesk, runtime, config: SlackConfig, host: str):
+async def start_slack(settings, askdesk, runner, config: SlackConfig, host: str):
     """The running Slack bot and a coroutine function that stops it."""
     from bot.slack.app import build_slack_app, make_client
 
-    bot = build_slack_app(settings, askdesk, runtime, token=config.bot_token,
+    bot = build_slack_app(settings, askdesk, token=config.bot_token, runner=runner,
                           signing_secret=config.signing_secret if config.mode == "http" else None)
     who = f"@{config.identity.get('user')} in {config.identity.get('team')}"
     if config.mode == "socket":
@@ -166,6 +166,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
                     on_ready: Callable[[Served], Any] | None = None) -> None:
     """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM)."""
     from agent.runtime import Runtime
+    from bot.turn import TurnRunner
     from agent.turn.service import Askdesk
     from agent.store import StoreInUse
     from agent.store.lock import DirectoryLock
@@ -211,16 +212,17 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
         except Exception as exc:  # the first question reports it properly
             log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime)
+        runner = TurnRunner(askdesk)  # one rate limit, one set of answer records, for every surface
         admin = await start_admin_channel(settings, runtime)
         served = Served(askdesk=askdesk)
         if slack is not None:
-            served.slack, stopper, served.slack_port = await start_slack(settings, askdesk, runtime, slack, host)
+            served.slack, stopper, served.slack_port = await start_slack(settings, askdesk, runner, slack, host)
             running.append(stopper)
         if teams_auth is not None:
             from bot.teams.run import TeamsStartError, endpoint, start_teams
 
             try:
-                teams = await start_teams(settings, askdesk, runtime, host=host, auth=teams_auth)
+                teams = await start_teams(settings, askdesk, runner, host=host, auth=teams_auth)
             except TeamsStartError as exc:
                 raise StartupError(str(exc)) from None
             running.append(teams.stop)

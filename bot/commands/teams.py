@@ -22,13 +22,14 @@ def package(
     template: Optional[Path] = typer.Option(None, "--template", help="Manifest template (default teams/manifest.json)."),
 ) -> None:
     """Write the app package (manifest.json, color.png, outline.png) for Teams' 'Upload a custom app'."""
+    from agent.registry.declaration import DeclarationError
     from bot.teams.manifest import ManifestError, build_manifest, find_template, write_package
 
     try:
         source = find_template(template)
-        manifest = build_manifest(source.read_text(encoding="utf-8"), bot_id, domain)
+        manifest = build_manifest(source.read_text(encoding="utf-8"), bot_id, domain, registry_commands())
         written = write_package(out, manifest)
-    except ManifestError as exc:
+    except (ManifestError, DeclarationError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
@@ -36,3 +37,12 @@ def package(
         raise typer.Exit(2) from None
     typer.echo(f"wrote {written} (manifest from {source}); upload it in Teams: Apps → Manage your apps → "
                "Upload an app → Upload a custom app.")
+
+
+def registry_commands() -> list:
+    """The deployment's registry commands (from their declarations; no store is opened)."""
+    from agent.capabilities.registry import declared_command
+    from agent.config import load_settings
+    from agent.registry.loader import load_declarations
+
+    return [declared_command(d) for d in load_declarations(load_settings())]

@@ -1,4 +1,4 @@
-"""Button clicks: answer feedback (👍/👎) and "Share in channel" of /facility results."""
+"""Button clicks: answer feedback (👍/👎) and "Share in channel" of a registry command's result."""
 
 from __future__ import annotations
 
@@ -12,52 +12,54 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.state.feedback import Feedback, FeedbackStore
-from bot.slack.blocks import FACILITY_SHARE, FEEDBACK_DOWN, FEEDBACK_UP
+from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE
 from bot.slack.commands import run_and_respond
 from bot.slack.reply import describe
-from bot.slack.services import Questions
+from bot.turn import TurnRunner
 
 log = logging.getLogger("askdesk.slack")
 
 
+def _json(value: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(value or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def register(app: AsyncApp) -> None:
     @app.action(re.compile(f"^({FEEDBACK_UP}|{FEEDBACK_DOWN})$"))
-    async def feedback(ack: AsyncAck, body: dict, action: dict, client: AsyncWebClient, feedback: FeedbackStore,
-                       questions: Questions, askdesk: Any) -> None:
+    async def feedback(ack: AsyncAck, body: dict, action: dict, client: AsyncWebClient, runner: Any) -> None:
         await ack()
-        await record_feedback(body, action, client, feedback, questions, askdesk.prompts.render("feedback_thanks"))
+        await record_feedback(body, action, client, runner)
 
-    @app.action(FACILITY_SHARE)
-    async def share(ack: AsyncAck, body: dict, action: dict, respond: AsyncRespond, runtime: Any, askdesk: Any) -> None:
+    @app.action(RECORDS_SHARE)
+    async def share(ack: AsyncAck, body: dict, action: dict, respond: AsyncRespond, runner: Any) -> None:
         await ack()
+        value = _json(action.get("value"))
+        found = runner.askdesk.capabilities().command(str(value.get("c") or ""))
+        if found is None:
+            return
         user = (body.get("user") or {}).get("id")
-        await run_and_respond(runtime, askdesk.prompts, action.get("value") or "", respond, shared_by=user or "someone",
-                              model=askdesk.models.router)
+        await run_and_respond(runner, found[1], str(value.get("q") or ""), respond, shared_by=user or "someone")
         await respond(delete_original=True)
 
 
-async def record_feedback(body: dict, action: dict, client: AsyncWebClient, store: FeedbackStore,
-                          questions: Questions, thanks: str) -> None:
-    try:
-        value = json.loads(action.get("value") or "{}")
-    except json.JSONDecodeError:
-        value = {}
-    if not isinstance(value, dict):
-        value = {}
+async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runner: TurnRunner) -> None:
+    value = _json(action.get("value"))
     user = (body.get("user") or {}).get("id") or "unknown"
     container = body.get("container") or {}
     message = body.get("message") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
-    answer_id = value.get("a")
-    await store.add(Feedback(
-        rating="up" if action.get("action_id") == FEEDBACK_UP else "down",
-        user_id=user, surface="slack", channel=channel, thread=thread, answer_id=answer_id,
-        route=value.get("r"), sources=list(value.get("s") or []), question=questions.get(answer_id),
-    ))
+    await runner.record_feedback(
+        rating="up" if action.get("action_id") == FEEDBACK_UP else "down", user_id=user, surface="slack",
+        channel=channel, thread=thread, answer_id=value.get("a"), route=value.get("r"),
+        sources=list(value.get("s") or []))
     if channel:
         try:
-            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread, text=thanks)
+            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread,
+                                            text=runner.prompts.render("feedback_thanks"))
         except Exception as exc:
             log.info("slack: feedback thanks not sent (%s)", describe(exc))

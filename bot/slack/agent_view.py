@@ -52,7 +52,8 @@ def register(app: AsyncApp) -> None:
         try:
             history = await client.conversations_history(channel=channel, limit=1)
             if not history.get("messages"):
-                await client.chat_postMessage(channel=channel, text=askdesk.prompts.render("welcome", user=user))
+                await client.chat_postMessage(channel=channel, text=askdesk.prompts.render(
+                    "welcome", user=user, commands=askdesk.commands()))
         except Exception as exc:
             log.info("slack: welcome not sent (%s)", describe(exc))
 

@@ -33,8 +33,8 @@ from bot.slack.http import EVENTS_PATH, healthz, request_guard
 from bot.slack.services import Answering, SlackServices
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
     from agent.turn.service import Askdesk
+    from bot.turn import TurnRunner
 
 log = logging.getLogger("askdesk.slack")
 BOLT_LOGGER = "askdesk.slack.bolt"
@@ -83,11 +83,11 @@ class _Finished(AsyncListenerCompletionHandler):
         self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
 
-def register_listeners(app: AsyncApp) -> None:
+def register_listeners(app: AsyncApp, askdesk: "Askdesk") -> None:
     """One module per concern, as in Slack's bolt-python-assistant-template."""
     events.register(app)
     agent_view.register(app)
-    commands.register(app)
+    commands.register(app, askdesk.commands())
     actions.register(app)
 
 
@@ -150,12 +150,13 @@ class SlackApp:
 def build_slack_app(
     settings: Settings,
     askdesk: "Askdesk",
-    runtime: "Runtime | None" = None,
     *,
     token: str | None,
     signing_secret: str | None,
+    runner: "TurnRunner | None" = None,
 ) -> SlackApp:
-    """The Slack bot for one workspace (bot token), listeners registered."""
+    """The Slack bot for one workspace (bot token), listeners registered; `runner`: the turn
+    runner shared with the process's other surfaces (one rate limit, one feedback store)."""
     quiet_library_logs()
     client = make_client(settings, token)
     app = AsyncApp(
@@ -166,7 +167,7 @@ def build_slack_app(
         logger=logging.getLogger(BOLT_LOGGER),
         name=BOLT_LOGGER,  # Bolt names its own loggers after the app: keep them under this one
     )
-    services = SlackServices.create(settings, askdesk, runtime, ThreadHistory(client))
+    services = SlackServices.create(settings, askdesk, ThreadHistory(client), runner)
     services.install(app)
 
     @app.middleware
@@ -177,5 +178,5 @@ def build_slack_app(
             return BoltResponse(status=200, body="")
         return await next()
 
-    register_listeners(app)
+    register_listeners(app, askdesk)
     return SlackApp(settings, app, services, signing_secret)

@@ -1,4 +1,4 @@
-"""Block Kit for answers, sources, feedback and facility results.
+"""Block Kit for answers, sources, feedback and registry results.
 
 Answers go in a `markdown` block (standard Markdown, tables render), sources in a
 context block, numbered like the citations in the text. Slack caps the markdown blocks of
@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from agent.capabilities.base import Command, CommandResult, RecordView
 from agent.markdown import segments
 from agent.prompts import PromptSet, default_prompts
 from agent.references import Reference
@@ -24,7 +25,7 @@ BUTTON_VALUE_CHARS = 2000
 FEEDBACK_BLOCK_ID = "askdesk_feedback"
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
-FACILITY_SHARE = "facility_share"
+RECORDS_SHARE = "records_share"
 
 Block = dict[str, Any]
 
@@ -213,68 +214,62 @@ def note_blocks(text: str) -> list[Block]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": plain(text)}}]
 
 
-# --- /facility -----------------------------------------------------------------------------
+# --- registry commands (/facility, /office…) ----------------------------------------------
 
-MAX_FACILITIES = 10
-
-
-def facility_line(hit: Any) -> str:
-    """One compact result: *name*, then address · phone · ages · distance."""
-    name = escape_mrkdwn(hit.name or "Unnamed facility")
-    address = ", ".join(x for x in (hit.address, hit.city.title() if hit.city.isupper() else hit.city, hit.zip) if x)
-    details = [escape_mrkdwn(address)] if address else []
-    if hit.phone:
-        details.append(f":telephone_receiver: {escape_mrkdwn(hit.phone)}")
-    if hit.ages:
-        details.append("ages: " + escape_mrkdwn(", ".join(hit.ages).lower()))
-    if hit.distance_miles is not None:
-        details.append(f"{hit.distance_miles:.1f} mi")
-    return f"*{name}*\n" + " · ".join(details)
+MAX_RECORDS = 10
+ICONS = {"phone": ":telephone_receiver:"}  # RecordView detail hints, as Slack draws them
 
 
-def facility_hits(result: Any) -> list[Any]:
-    return list(result.results.facilities) if result.results else []
+def record_line(view: RecordView) -> str:
+    """One compact result: *title*, then its details line (address · phone · ages · distance)."""
+    details = " · ".join(f"{ICONS[d.icon]} {escape_mrkdwn(d.text)}" if d.icon in ICONS else escape_mrkdwn(d.text)
+                         for d in view.details if d.text)
+    return f"*{escape_mrkdwn(view.title)}*\n" + details
 
 
-def facility_blocks(result: Any, *, shareable: bool, shared_by: str | None = None,
-                    prompts: "PromptSet | None" = None) -> list[Block]:
-    """A /facility result (agent.facilities.command.FacilityCommandResult) as a compact list."""
-    hits = facility_hits(result)
-    total = result.results.total if result.results else 0
+def share_value(command: Command, text: str) -> str:
+    """The Share button's payload: which command, and the request to run again in the channel."""
+    return json.dumps({"c": command.name, "q": text}, separators=(",", ":"))[:BUTTON_VALUE_CHARS]
+
+
+def record_blocks(result: CommandResult, command: Command, *, shareable: bool, shared_by: str | None = None,
+                  prompts: "PromptSet | None" = None) -> list[Block]:
+    """A registry command's result as a compact list."""
     texts = _texts(prompts)
-    header = f"*{texts.render('facilities_heading')}:* {escape_mrkdwn(plain(result.summary or result.text, 500))}"
+    records = result.records
+    header = (f"*{texts.render('records_heading', records=command.records)}:* "
+              f"{escape_mrkdwn(plain(result.summary or result.text, 500))}")
     if shared_by:
-        header += " — " + texts.render("facilities_shared_by", user=shared_by)
+        header += " — " + texts.render("records_shared_by", user=shared_by)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
-    notes = list(result.notes)
-    if result.results and result.results.message:
-        notes.append(result.results.message)
-    if notes:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": plain(escape_mrkdwn("; ".join(notes)), 2000)}]})
-    if not hits:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": texts.render("facilities_none")}})
-    for hit in hits[:MAX_FACILITIES]:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": plain(facility_line(hit))}})
-    if total > min(len(hits), MAX_FACILITIES):
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": texts.render("facilities_more", shown=min(len(hits), MAX_FACILITIES), total=total)}]})
-    if shareable and hits:
+    if result.notes:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": plain(escape_mrkdwn("; ".join(result.notes)), 2000)}]})
+    if not records:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": texts.render("records_none", records=command.records)}})
+    for view in records[:MAX_RECORDS]:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": plain(record_line(view))}})
+    shown = min(len(records), MAX_RECORDS)
+    if result.total > shown:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": texts.render("records_more", shown=shown, total=result.total)}]})
+    if shareable and records:
         blocks.append({
             "type": "actions",
-            "block_id": "askdesk_facility",
+            "block_id": "askdesk_records",
             "elements": [{
                 "type": "button",
                 "text": {"type": "plain_text", "text": texts.render("share_in_channel")},
-                "action_id": FACILITY_SHARE,
-                "value": plain(result.text, BUTTON_VALUE_CHARS),
+                "action_id": RECORDS_SHARE,
+                "value": share_value(command, result.text),
             }],
         })
     return blocks
 
 
-def facility_text(result: Any, prompts: "PromptSet | None" = None) -> str:
-    """Notification text of a /facility result."""
-    hits = facility_hits(result)
-    if not hits:
-        return _texts(prompts).render("facilities_none_for", query=result.summary or result.text)
-    names = ", ".join(h.name for h in hits[:5])
-    return plain(_texts(prompts).render("facilities_found", count=len(hits), summary=result.summary, names=names))
+def records_text(result: CommandResult, command: Command, prompts: "PromptSet | None" = None) -> str:
+    """Notification text of a registry command's result."""
+    texts = _texts(prompts)
+    if not result.records:
+        return texts.render("records_none_for", records=command.records, query=result.summary or result.text)
+    names = ", ".join(v.title for v in result.records[:5])
+    return plain(texts.render("records_found", count=len(result.records), records=command.records,
+                              summary=result.summary, names=names))

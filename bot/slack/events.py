@@ -12,7 +12,6 @@ message, in its thread. Each user message is answered once, whichever of its del
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,18 +20,17 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.turn.service import AnswerResult, AskRequest
-from bot.slack.blocks import feedback_value
+from agent.messages import ChatMessage
 from bot.slack.history import askers, mentions, strip_mention
-from bot.slack.reply import Reply, SayStream, SetStatus, describe
+from bot.slack.reply import Reply, SayStream, SetStatus, describe, send_note
 from bot.slack.services import Answering
+from bot.turn import Incoming as TurnIncoming
 
 log = logging.getLogger("askdesk.slack")
 
 # Message subtypes that carry a user's question; everything else (edits, joins, topic
 # changes, bot_message, message_deleted, ...) is not a question.
 USER_SUBTYPES = {None, "file_share", "thread_broadcast"}
-FEEDBACK_ROUTES = {"knowledge", "facility", "clarify"}
 
 
 @dataclass
@@ -146,86 +144,53 @@ async def handle(answering: Answering, incoming: Incoming | None, slack: Slack) 
 
 
 async def _note(client: AsyncWebClient, incoming: Incoming, text: str) -> None:
-    """A private note to the asker (in a DM, simply a reply)."""
-    try:
-        if incoming.is_dm:
-            await client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts, text=text)
-        else:
-            await client.chat_postEphemeral(
-                channel=incoming.channel, user=incoming.user, thread_ts=incoming.thread_ts, text=text
-            )
-    except Exception as exc:
-        log.warning("slack: could not send a note: %s", describe(exc))
+    await send_note(client, channel=incoming.channel, thread_ts=incoming.thread_ts, user=incoming.user,
+                    is_dm=incoming.is_dm, text=text)
 
 
 async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None:
-    askdesk, settings = answering.askdesk, answering.settings
-    problem = askdesk.input_problem(incoming.text)
-    if problem:
-        await _note(slack.client, incoming, problem)
-        return
-    wait = answering.limiter.check(incoming.user)
-    if wait:
-        await _note(slack.client, incoming, askdesk.prompts.render("rate_limited", seconds=int(wait)))
-        return
-
-    context = slack.context
+    settings, context = answering.settings, slack.context
     reply = Reply(
         slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
         streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
-        set_status=slack.set_status, prompts=askdesk.prompts,
+        set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
-    await reply.progress(askdesk.prompts.render("thinking"))  # instant feedback: status, stream task or placeholder
+    raw: list[dict] = []
 
-    history, raw = [], []
-    if incoming.in_thread:
-        try:
-            history, raw = await answering.threads.chat_history(
-                incoming.channel, incoming.thread_ts, before_ts=incoming.ts, bot_user_id=context.bot_user_id,
-                bot_id=context.bot_id,
-            )
-        except Exception as exc:
-            log.warning("slack: conversations.replies failed (%s); answering without history", describe(exc))
-    if slack.set_title is not None and not any(m.role == "user" for m in history):
-        await _set_title(slack, incoming.text)
+    async def load_history() -> list[ChatMessage]:
+        """The thread so far (the Slack thread is the conversation), read once the asker sees progress."""
+        history: list[ChatMessage] = []
+        if incoming.in_thread:
+            try:
+                history, found = await answering.threads.chat_history(
+                    incoming.channel, incoming.thread_ts, before_ts=incoming.ts, bot_user_id=context.bot_user_id,
+                    bot_id=context.bot_id,
+                )
+                raw.extend(found)
+            except Exception as exc:
+                log.warning("slack: conversations.replies failed (%s); answering without history", describe(exc))
+        if slack.set_title is not None and not any(m.role == "user" for m in history):
+            await _set_title(slack, incoming.text)
+        return history
 
-    request = AskRequest(
-        text=incoming.text, surface="slack", thread_id=incoming.thread_id, user_id=incoming.user,
-        history=history, collection=settings.slack_channel_collections.get(incoming.channel),
-    )
-    answer_id = uuid.uuid4().hex[:12]
-    try:
-        result = await askdesk.answer(request, progress=reply.progress, on_text=reply.text)
-    except Exception:  # answer() promises not to raise; a bug must still not leave the user hanging
-        log.exception("slack: answer failed (reference %s)", answer_id)
-        result = AnswerResult(answer=askdesk.prompts.render("internal_error", ref=answer_id), route="knowledge")
+    def notice_shown(notice: str) -> bool:
+        """The thread already shows this notice (also after a restart: Slack keeps the thread)."""
+        return any(notice in str(m.get("blocks") or "") or notice in (m.get("text") or "") for m in raw)
 
-    notice = result.notice if result.notice and _first_notice(answering, incoming, raw, result.notice) else None
-    value = feedback_value(answer_id, result.route, result.references) if result.route in FEEDBACK_ROUTES else None
-    try:
-        await reply.finish(result.answer, result.references, notice=notice, value=value)
-    except Exception as exc:
-        log.error("slack: delivering the answer failed (reference %s): %s", answer_id, describe(exc))
-        try:
-            await reply.apologise(askdesk.prompts.render("delivery_error", ref=answer_id))
-        except Exception as again:
-            log.error("slack: the apology was not delivered either (reference %s): %s", answer_id, describe(again))
+    delivery = await answering.runner.run(TurnIncoming(
+        surface="slack", text=incoming.text, thread_id=incoming.thread_id, user_id=incoming.user,
+        load_history=load_history, collection=settings.slack_channel_collections.get(incoming.channel),
+        notice_shown=notice_shown,
+    ), reply)
+    if delivery is None:
         return
-    answering.questions.remember(answer_id, incoming.text)
     answering.threads.remember(
         incoming.channel, incoming.thread_ts,
         {"ts": incoming.ts, "user": incoming.user, "text": incoming.text if not incoming.mentioned
          else f"<@{context.bot_user_id}> {incoming.text}"},
-        *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": result.answer}
+        *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": delivery.result.answer}
           for ts in reply.posted_ts[:1]),
     )
-
-
-def _first_notice(answering: Answering, incoming: Incoming, raw: list[dict], notice: str) -> bool:
-    """Say the "no provider key" notice once per thread (also across restarts: the thread shows it)."""
-    if any(notice in str(m.get("blocks") or "") or notice in (m.get("text") or "") for m in raw):
-        return False
-    return answering.notices.first_time(incoming.thread_id)
 
 
 async def _set_title(slack: Slack, text: str) -> None:

@@ -25,12 +25,13 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
-from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, footer_blocks, split_markdown
+from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, feedback_value, footer_blocks, split_markdown
 from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
 
 if TYPE_CHECKING:
     from agent.prompts import PromptSet
+    from bot.turn import Delivery
 
 log = logging.getLogger("askdesk.slack")
 
@@ -70,8 +71,11 @@ class Reply:
         self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str | None,
         streaming: bool, features: Features, say_stream: SayStream | None = None,
         set_status: SetStatus | None = None, prompts: "PromptSet | None" = None,
+        user: str | None = None, is_dm: bool = False,
     ) -> None:
         self.client = client
+        self.user = user
+        self.is_dm = is_dm
         self.prompts = prompts
         self.channel = channel
         self.thread_ts = thread_ts
@@ -88,6 +92,11 @@ class Reply:
         self.appended = ""  # answer text already in the streamed message
         self._tasks_done = False
         self._append_failed = False
+
+    @property
+    def streams(self) -> bool:
+        """Whether this answer is streamed into its message (else it is posted whole)."""
+        return self.streaming
 
     @property
     def uses_status(self) -> bool:
@@ -189,7 +198,19 @@ class Reply:
 
     # --- the answer ----------------------------------------------------------------------
 
-    async def finish(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
+    async def note(self, text: str) -> None:
+        """A private note to the asker (in a DM, simply a reply); never raises."""
+        await send_note(self.client, channel=self.channel, thread_ts=self.thread_ts, user=self.user,
+                        is_dm=self.is_dm, text=text)
+
+    async def finish(self, delivery: "Delivery") -> str | None:
+        """Deliver a turn's answer (bot/turn.py); the first delivered message's ts."""
+        result = delivery.result
+        value = feedback_value(delivery.answer_id, result.route, result.references) if delivery.feedback else None
+        await self.deliver(result.answer, result.references, notice=delivery.notice, value=value)
+        return self.posted_ts[0] if self.posted_ts else None
+
+    async def deliver(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
         """Deliver the answer; raises when Slack fails after something was already shown."""
         if self.streaming and self.appended and answer.startswith(self.appended):
             # the answer streamed: the stop call carries the rest, the sources and the buttons
@@ -259,3 +280,15 @@ def _cut(answer: str, streamed: int) -> tuple[str, str]:
             return answer[streamed:cut], answer[cut:].strip()
         position = cut + 2
     return answer[streamed:], ""
+
+
+async def send_note(client: AsyncWebClient, *, channel: str, thread_ts: str | None, user: str | None, is_dm: bool,
+                    text: str) -> None:
+    """A note only `user` sees (ephemeral; in a DM, simply a reply); never raises."""
+    try:
+        if is_dm or not user:
+            await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+        else:
+            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=text)
+    except Exception as exc:
+        log.warning("slack: could not send a note: %s", describe(exc))

@@ -1,22 +1,22 @@
-"""One question, one answer: `Askdesk.answer` with the conversation id as the memory key
-(a channel reply chain has its own id, so each thread has its own history), progress
-shown through the reply renderer, the result rendered with citations, AI label and
-feedback, and the asker remembered for follow-ups without a mention."""
+"""One question, one answer through the turn runner (bot/turn.py): the conversation id is the
+memory key (a channel reply chain has its own id, so each thread has its own history),
+progress and the streamed text go to the reply renderer (bot/teams/reply.py), the result is
+rendered with citations, AI label and feedback, and the asker is remembered for follow-ups
+without a mention."""
 
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import TYPE_CHECKING
 
-from httpx import HTTPStatusError
+from microsoft_teams.api import MessageActivityInput
 from microsoft_teams.apps import HttpStream
 
-from agent.turn.service import AnswerResult, AskRequest
-from bot.teams.app import AnswerRecord
 from bot.teams.incoming import Incoming
-from bot.teams.render import MAX_SOURCES, answer_activity
+from bot.teams.render import answer_activity
 from bot.teams.reply import PostReply, Reply, StreamReply
+from bot.turn import Delivery
+from bot.turn import Incoming as TurnIncoming
 
 if TYPE_CHECKING:
     from bot.teams.app import TeamsBot
@@ -32,36 +32,50 @@ def make_reply(bot: "TeamsBot", ctx, incoming: Incoming) -> Reply:
     return PostReply(ctx.send)
 
 
-def _why(exc: Exception) -> str:
-    if isinstance(exc, HTTPStatusError):
-        return f"HTTP {exc.response.status_code}"
-    return type(exc).__name__
+async def note(ctx, text: str) -> None:
+    """A short note in the conversation; never raises."""
+    try:
+        await ctx.send(MessageActivityInput(text=text))
+    except Exception as exc:
+        log.warning("teams: note not sent (%s)", type(exc).__name__)
+
+
+class TeamsReply:
+    """The turn runner's `Reply` on Teams: the stream or post renderer, and notes."""
+
+    def __init__(self, bot: "TeamsBot", ctx, incoming: Incoming) -> None:
+        self.bot, self.ctx = bot, ctx
+        self.renderer = make_reply(bot, ctx, incoming)
+        self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
+        self._started = False
+
+    async def progress(self, step: str) -> None:
+        if not self._started:
+            self._started = True
+            await self.renderer.start(step)
+        else:
+            await self.renderer.progress(step)
+
+    async def text(self, delta: str) -> None:
+        await self.renderer.append_text(delta)
+
+    async def finish(self, delivery: Delivery) -> str | None:
+        rendered = answer_activity(delivery.result, notice=delivery.notice, feedback=delivery.feedback,
+                                   sources_heading=self.bot.text("teams_sources"))
+        return await self.renderer.finish(rendered.activity)
+
+    async def note(self, text: str) -> None:
+        await note(self.ctx, text)
+
+    async def apologise(self, text: str) -> None:
+        await self.ctx.send(MessageActivityInput(text=text))
 
 
 async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
-    reply = make_reply(bot, ctx, incoming)
-    await reply.start(bot.text("teams_thinking"))
-    answer_id = uuid.uuid4().hex[:12]
-    request = AskRequest(text=incoming.text, surface="teams", thread_id=incoming.conversation_id,
-                         user_id=incoming.user_id)
-    try:
-        result = await bot.askdesk.answer(request, progress=reply.progress, on_text=reply.append_text)
-    except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
-        log.error("teams: answer failed (reference %s): %s", answer_id, type(exc).__name__)
-        result = AnswerResult(answer=bot.text("internal_error", ref=answer_id), route="knowledge")
-
-    notice = result.notice if result.notice and bot.notices_shown.first_time(incoming.conversation_id) else None
-    rendered = answer_activity(result, notice=notice, sources_heading=bot.text("teams_sources"))
-    try:
-        message_id = await reply.finish(rendered.activity)
-    except Exception as exc:
-        log.error("teams: sending the answer failed (reference %s): %s", answer_id, _why(exc))
-        return
-    if rendered.feedback:
-        bot.remember_answer(message_id, AnswerRecord(
-            answer_id=answer_id, route=result.route, sources=[r.source for r in result.references[:MAX_SOURCES]],
-            question=incoming.text if bot.settings.store_text else None))
-    if not incoming.personal:
+    delivery = await bot.runner.run(TurnIncoming(
+        surface="teams", text=incoming.text, thread_id=incoming.conversation_id, user_id=incoming.user_id,
+    ), TeamsReply(bot, ctx, incoming))
+    if delivery is not None and not incoming.personal:
         try:
             await bot.askers.remember(incoming.conversation_id, incoming.user_id)
         except Exception as exc:

@@ -1,5 +1,7 @@
-"""Adaptive Cards for facility results: the list `facility <query>` returns in a chat, and
-the one-facility cards (with a compact preview) the message extension offers to insert.
+"""Adaptive Cards for registry results: the list a command (`facility <query>`) returns in a
+chat, and the one-record cards (with a compact preview) the message extension offers to insert.
+Every registry renders through its `RecordView`s (agent/capabilities/base.py): title, details
+line, extra card lines.
 
 Built with the SDK's card models (microsoft_teams.cards), version 1.5 as Teams renders it.
 """
@@ -17,79 +19,58 @@ from microsoft_teams.api import (
 )
 from microsoft_teams.cards import AdaptiveCard, Container, TextBlock
 
-from agent.facilities.command import FacilityCommandResult
+from agent.capabilities.base import Command, CommandResult, RecordView
 
-MAX_FACILITIES = 10
+MAX_RECORDS = 10
 CARD_VERSION = "1.5"
+ICONS = {"phone": "☎"}  # RecordView detail hints, as Teams shows them
 
 Text = Callable[..., str]
 
 
-def _city(hit: Any) -> str:
-    return hit.city.title() if hit.city.isupper() else hit.city
-
-
-def address_line(hit: Any) -> str:
-    return ", ".join(x for x in (hit.address, _city(hit), hit.zip) if x)
-
-
-def details_line(hit: Any) -> str:
+def details_line(view: RecordView) -> str:
     """address · phone · ages · distance, as on Slack."""
-    details = [address_line(hit)] if address_line(hit) else []
-    if hit.phone:
-        details.append(f"☎ {hit.phone}")
-    if hit.ages:
-        details.append("ages: " + ", ".join(hit.ages).lower())
-    if hit.distance_miles is not None:
-        details.append(f"{hit.distance_miles:.1f} mi")
-    return " · ".join(details)
+    return view.details_line(ICONS)
 
 
-def hits(result: FacilityCommandResult) -> list[Any]:
-    return list(result.results.facilities) if result.results else []
-
-
-def facility_block(hit: Any) -> Container:
+def record_block(view: RecordView) -> Container:
     return Container(items=[
-        TextBlock(text=hit.name or "Unnamed facility", weight="Bolder", wrap=True),
-        TextBlock(text=details_line(hit) or " ", wrap=True, is_subtle=True, spacing="None"),
+        TextBlock(text=view.title, weight="Bolder", wrap=True),
+        TextBlock(text=details_line(view) or " ", wrap=True, is_subtle=True, spacing="None"),
     ], separator=True)
 
 
-def facility_list_card(result: FacilityCommandResult, text: Text) -> AdaptiveCard:
-    """The whole result: what was understood, notes, up to MAX_FACILITIES facilities."""
-    found = hits(result)
-    total = result.results.total if result.results else 0
-    body: list[Any] = [TextBlock(text=text("teams_facility_title", summary=result.summary or result.text),
+def record_list_card(result: CommandResult, command: Command, text: Text, prompts: Any) -> AdaptiveCard:
+    """The whole result: what was understood, notes, up to MAX_RECORDS records."""
+    records = result.records
+    body: list[Any] = [TextBlock(text=text("teams_records_title", records=command.records,
+                                           summary=result.summary or result.text),
                                  weight="Bolder", size="Medium", wrap=True)]
-    notes = list(result.notes)
-    if result.results and result.results.message:
-        notes.append(result.results.message)
-    if notes:
-        body.append(TextBlock(text="; ".join(notes), wrap=True, is_subtle=True))
-    if not found:
-        body.append(TextBlock(text=text("teams_facility_none"), wrap=True))
-    body.extend(facility_block(hit) for hit in found[:MAX_FACILITIES])
-    shown = min(len(found), MAX_FACILITIES)
-    if total > shown:
-        body.append(TextBlock(text=text("teams_facility_more", shown=shown, total=total), wrap=True, is_subtle=True))
+    if result.notes:
+        body.append(TextBlock(text="; ".join(result.notes), wrap=True, is_subtle=True))
+    if not records:
+        body.append(TextBlock(text=prompts.render("records_none", records=command.records), wrap=True))
+    body.extend(record_block(view) for view in records[:MAX_RECORDS])
+    shown = min(len(records), MAX_RECORDS)
+    if result.total > shown:
+        body.append(TextBlock(text=prompts.render("records_more", shown=shown, total=result.total), wrap=True,
+                              is_subtle=True))
     return AdaptiveCard(version=CARD_VERSION, body=body)
 
 
-def facility_card(hit: Any) -> AdaptiveCard:
-    """One facility, as inserted into a message from the compose box."""
-    body: list[Any] = [TextBlock(text=hit.name or "Unnamed facility", weight="Bolder", size="Medium", wrap=True),
-                       TextBlock(text=details_line(hit) or " ", wrap=True)]
-    if hit.hours:
-        body.append(TextBlock(text=f"Hours: {hit.hours}", wrap=True, is_subtle=True))
-    if hit.operation_number:
-        body.append(TextBlock(text=f"Operation #{hit.operation_number}", wrap=True, is_subtle=True, size="Small"))
+def record_card(view: RecordView) -> AdaptiveCard:
+    """One record, as inserted into a message from the compose box."""
+    body: list[Any] = [TextBlock(text=view.title, weight="Bolder", size="Medium", wrap=True),
+                       TextBlock(text=details_line(view) or " ", wrap=True)]
+    for line in view.more:
+        small = {"size": "Small"} if line.icon == "small" else {}
+        body.append(TextBlock(text=line.text, wrap=True, is_subtle=True, **small))
     return AdaptiveCard(version=CARD_VERSION, body=body)
 
 
-def extension_attachment(hit: Any) -> MessagingExtensionAttachment:
+def extension_attachment(view: RecordView) -> MessagingExtensionAttachment:
     """A search result: the card to insert, and the preview row shown in the result list."""
-    main = card_attachment(AdaptiveCardAttachment(content=facility_card(hit)))
+    main = card_attachment(AdaptiveCardAttachment(content=record_card(view)))
     preview = card_attachment(ThumbnailCardAttachment(content=ThumbnailCard(
-        title=hit.name or "Unnamed facility", text=details_line(hit), images=None)))
+        title=view.title, text=details_line(view), images=None)))
     return MessagingExtensionAttachment(content_type=main.content_type, content=main.content, preview=preview)

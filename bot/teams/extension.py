@@ -1,9 +1,9 @@
 """The search-based message extension: in the compose box's app search, type what and where
-("infant care near 78702") and pick a facility card to insert. Answered in the invoke's
-HTTP response, from the deterministic facility search (no LLM call)."""
+("infant care near 78702") and pick a record's card to insert. One extension command per
+registry command (its id is the command's name: `askdesk teams package` writes them into the
+manifest). Answered in the invoke's HTTP response, through the turn runner and the service."""
 
 import logging
-import uuid
 
 from microsoft_teams.api import (
     MessageExtensionQueryInvokeActivity,
@@ -14,12 +14,10 @@ from microsoft_teams.api import (
 )
 from microsoft_teams.apps import ActivityContext
 
-from bot.teams.cards import MAX_FACILITIES, extension_attachment, hits
-from bot.teams.facility import search, usage
+from bot.teams.cards import MAX_RECORDS, extension_attachment
+from bot.teams.commands import run, unavailable, usage
 
 log = logging.getLogger("askdesk.teams")
-
-COMMAND_ID = "searchFacilities"  # composeExtensions[0].commands[0].id in teams/manifest.json
 
 
 def _query(activity: MessageExtensionQueryInvokeActivity) -> str:
@@ -39,22 +37,26 @@ def _message(text: str) -> MessagingExtensionInvokeResponse:
 def register(bot) -> None:
     @bot.app.on_message_ext_query
     async def on_query(ctx: ActivityContext[MessageExtensionQueryInvokeActivity]) -> MessagingExtensionInvokeResponse:
+        commands = [c for c in bot.askdesk.commands() if c.extension]
+        command_id = (ctx.activity.value.command_id or "").lower()
+        command = next((c for c in commands if c.name == command_id), commands[0] if commands else None)
+        if command is None:
+            return _message(bot.runner.prompts.render("empty_message"))
         query = _query(ctx.activity)
         if not query:
-            return _message(bot.text("teams_extension_hint"))
+            return _message(bot.text("teams_extension_hint", example=command.example))
         try:
-            result = await search(bot, query)
-        except Exception as exc:
-            ref = uuid.uuid4().hex[:8]
-            log.error("teams: extension search failed (reference %s): %s", ref, type(exc).__name__)
-            return _message(bot.text("teams_facility_unavailable", ref=ref))
+            result = await run(bot, command, query)
+        except Exception:
+            return _message(unavailable(bot, command, "extension"))
         if result.is_help:
-            return _message(usage(result))
-        found = hits(result)
-        if not found:
-            return _message(bot.text("teams_facility_none"))
+            return _message(usage(command))
+        if not result.records:
+            notes = "; ".join(result.notes)  # "did you mean …?" and the like, as the chat card shows
+            none = bot.runner.prompts.render("records_none", records=command.records)
+            return _message(f"{none} {notes}".strip())
         return MessagingExtensionInvokeResponse(compose_extension=MessagingExtensionResult(
             type=MessagingExtensionResultType.RESULT,
             attachment_layout=MessagingExtensionAttachmentLayout.LIST,
-            attachments=[extension_attachment(hit) for hit in found[:MAX_FACILITIES]],
+            attachments=[extension_attachment(view) for view in result.records[:MAX_RECORDS]],
         ))

@@ -4,7 +4,9 @@ color.png (192×192) and outline.png (32×32) at its root.
 The manifest comes from the editable template teams/manifest.json (name, developer,
 descriptions are the organisation's to change); `${{BOT_ID}}` becomes the bot's Microsoft
 Entra app id (the app id and the bot id are the same app registration) and
-`${{BOT_DOMAIN}}` the messaging endpoint's host (dropped when not given).
+`${{BOT_DOMAIN}}` the messaging endpoint's host (dropped when not given). The bot's command
+list and the compose box's searches (message extension) are written from the deployment's
+registry commands, so a new registry needs no manifest editing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from bot.teams.extension import COMMAND_ID
 from bot.teams.icons import color_icon, outline_icon
 
 TEMPLATE = Path("teams") / "manifest.json"
@@ -43,7 +44,21 @@ def clean_domain(domain: str) -> str:
     return host
 
 
-def build_manifest(template: str, bot_id: str, domain: str | None) -> dict[str, Any]:
+def command_entries(commands: list[Any]) -> tuple[list[dict], list[dict]]:
+    """(the bot's command list, the compose extension's commands) for the registry commands."""
+    listed, searches = [], []
+    for c in commands:
+        listed.append({"title": c.name, "description": f"Search {c.records}, e.g. {c.name} {c.example}"[:128]})
+        listed.append({"title": f"{c.name} help", "description": f"What the {c.record} search understands"[:128]})
+        if c.extension:
+            searches.append({"id": c.name, "type": "query", "title": c.records.capitalize()[:32],
+                             "description": f"Find {c.title} and insert a card"[:128], "initialRun": False,
+                             "parameters": [{"name": "query", "title": "What and where",
+                                             "description": f"e.g. {c.example}"[:128], "inputType": "text"}]})
+    return listed[:10], searches[:10]
+
+
+def build_manifest(template: str, bot_id: str, domain: str | None, commands: list[Any] = ()) -> dict[str, Any]:
     try:
         bot_id = str(uuid.UUID(bot_id.strip()))
     except ValueError:
@@ -58,10 +73,15 @@ def build_manifest(template: str, bot_id: str, domain: str | None) -> dict[str, 
     if domain:
         domains.append(clean_domain(domain))
     manifest["validDomains"] = list(dict.fromkeys(domains))
-    commands = [c.get("id") for ext in manifest.get("composeExtensions", []) for c in ext.get("commands", [])]
-    if COMMAND_ID not in commands:
-        raise ManifestError(f"the template's compose extension must keep the command id {COMMAND_ID!r} "
-                            "(the bot answers that search).")
+    listed, searches = command_entries(list(commands))
+    for bot in manifest.get("bots", []):
+        for command_list in bot.get("commandLists", []):
+            command_list["commands"] = [*command_list.get("commands", []), *listed][:10]
+    if searches:
+        extensions = manifest.setdefault("composeExtensions", [{"botId": bot_id, "commands": []}])
+        extensions[0]["commands"] = [*extensions[0].get("commands", []), *searches][:10]
+    else:  # no registry: no compose-box search to offer
+        manifest["composeExtensions"] = [e for e in manifest.get("composeExtensions", []) if e.get("commands")]
     return manifest
 
 

@@ -10,11 +10,11 @@ so the HTTP response never waits on the agent.
 
 import logging
 
-from microsoft_teams.api import MessageActivity, MessageActivityInput
+from microsoft_teams.api import MessageActivity
 from microsoft_teams.apps import ActivityContext
 
-from bot.teams.answer import answer
-from bot.teams.facility import facility_message, facility_query
+from bot.teams.answer import answer, note
+from bot.teams.commands import command_message, command_of
 from bot.teams.incoming import Incoming, parse
 
 log = logging.getLogger("askdesk.teams")
@@ -47,33 +47,18 @@ async def _addressed(bot, incoming: Incoming) -> bool:
         return False
 
 
-async def note(ctx, text: str) -> None:
-    try:
-        await ctx.send(MessageActivityInput(text=text))
-    except Exception as exc:
-        log.warning("teams: note not sent (%s)", type(exc).__name__)
-
-
 async def handle(bot, ctx, incoming: Incoming) -> None:
     if not await _addressed(bot, incoming):
         return
-    settings = bot.settings
     if not incoming.text:
-        await note(ctx, bot.text("empty_message"))
+        await note(ctx, bot.runner.prompts.render("empty_message"))
         return
-    query = facility_query(incoming.text)
-    if query is not None:
-        message = await facility_message(bot, query)
+    found = command_of(bot, incoming.text)
+    if found is not None:
+        message = await command_message(bot, *found)
         try:
             await ctx.send(message)
         except Exception as exc:
-            log.error("teams: facility card not sent (%s)", type(exc).__name__)
-        return
-    if len(incoming.text) > settings.max_message_chars:
-        await note(ctx, bot.text("too_long", limit=f"{settings.max_message_chars:,}", length=f"{len(incoming.text):,}"))
-        return
-    wait = bot.limiter.check(incoming.user_id)
-    if wait:
-        await note(ctx, bot.text("teams_rate_limited", seconds=int(wait)))
+            log.error("teams: %s card not sent (%s)", found[0].name, type(exc).__name__)
         return
     await answer(bot, ctx, incoming)

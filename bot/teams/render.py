@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from microsoft_teams.api import CitationAppearance, MessageActivityInput
 
+from agent.answers import AnswerResult
 from agent.references import Reference
-from agent.turn.service import AnswerResult
 
 MAX_SOURCES = 8  # as many as the Slack sources list shows
 NAME_CHARS = 80  # Teams limits of a citation's appearance
 ABSTRACT_CHARS = 160
-FEEDBACK_ROUTES = {"knowledge", "facility", "clarify"}
+FIXED_ROUTES = {"offtopic", "smalltalk"}  # refusals and greetings: fixed texts, never model-written
 _MARKER = re.compile(r"\[(\d{1,2})\]")
 
 
@@ -47,7 +47,7 @@ def appearance(ref: Reference) -> CitationAppearance:
 
 def is_ai_generated(result: AnswerResult) -> bool:
     """Text written by a model: an agent answer, not a fixed refusal, search-only passages or an apology."""
-    if result.search_only or result.llm_calls == 0 or result.route not in FEEDBACK_ROUTES:
+    if result.search_only or result.llm_calls == 0 or result.route in FIXED_ROUTES:
         return False
     return bool(result.references or result.tool_calls or result.confidence is not None or result.route == "clarify")
 
@@ -64,7 +64,7 @@ def sources_line(references: list[Reference], heading: str) -> str:
     return f"**{heading}:** " + " · ".join(labels)
 
 
-def answer_activity(result: AnswerResult, *, notice: str | None, sources_heading: str) -> RenderedAnswer:
+def answer_activity(result: AnswerResult, *, notice: str | None, feedback: bool, sources_heading: str) -> RenderedAnswer:
     text = (result.answer or "…").strip()
     cited = used_markers(text, result.references)
     if result.references and not cited and not result.search_only:
@@ -76,7 +76,6 @@ def answer_activity(result: AnswerResult, *, notice: str | None, sources_heading
         activity.add_citation(n, appearance(result.references[n - 1]))
     if is_ai_generated(result):
         activity.add_ai_generated()
-    feedback = result.route in FEEDBACK_ROUTES
     if feedback:
         activity.add_feedback()
     return RenderedAnswer(activity=activity, cited=cited, feedback=feedback)

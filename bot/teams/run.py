@@ -12,8 +12,8 @@ from bot.teams.server import MESSAGES_PATH, TeamsListener, bind
 
 if TYPE_CHECKING:
     from agent.config import Settings
-    from agent.runtime import Runtime
     from agent.turn.service import Askdesk
+    from bot.turn import TurnRunner
 
 
 class TeamsStartError(Exception):
@@ -34,7 +34,7 @@ class RunningTeams:
         await self.bot.close()
 
 
-async def start_teams(settings: "Settings", askdesk: "Askdesk", runtime: "Runtime", *, host: str,
+async def start_teams(settings: "Settings", askdesk: "Askdesk", runner: "TurnRunner | None" = None, *, host: str,
                       auth: TeamsAuth) -> RunningTeams:
     # The SDK logs whole activities (message text) at DEBUG: never let them through.
     logging.getLogger("microsoft_teams").setLevel(logging.WARNING)
@@ -43,7 +43,7 @@ async def start_teams(settings: "Settings", askdesk: "Askdesk", runtime: "Runtim
     except OSError as exc:
         raise TeamsStartError(f"cannot listen on {host}:{settings.teams_port} for Teams ({exc.strerror or exc}): "
                               "set ASKDESK_TEAMS_PORT or --teams-port to a free port.") from None
-    bot = build_teams_bot(settings, askdesk, runtime, auth=auth, adapter=listener.adapter())
+    bot = build_teams_bot(settings, askdesk, auth=auth, adapter=listener.adapter(), runner=runner)
     await bot.app.initialize()
     await listener.start()
     return RunningTeams(bot=bot, listener=listener)

@@ -20,9 +20,11 @@ MAX_SUGGESTIONS = 3
 TITLE_CHARS = 50
 
 
-def welcome_message(bot, personal: bool, user_id: str | None) -> MessageActivityInput:
+def welcome_message(bot, scope: str, user_id: str | None) -> MessageActivityInput:
     capabilities = bot.askdesk.identity.get(None).capabilities  # settings, domain file or the KB's titles
-    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=capabilities))
+    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=capabilities,
+                                                 commands=bot.askdesk.commands(), scope=scope))
+    personal = scope == "personal"
     prompts = bot.settings.teams_suggested_prompts[:MAX_SUGGESTIONS]
     if personal and prompts:
         actions = [CardAction(type=CardActionType.IM_BACK, value=p,
@@ -35,10 +37,11 @@ async def send_welcome(bot, ctx) -> None:
     conversation = ctx.activity.conversation
     if not bot.dedupe.first_time(f"welcome:{conversation.id}"):
         return  # installationUpdate and conversationUpdate both announce one install
-    personal = conversation.conversation_type in (None, "personal") and not conversation.is_group
+    kind = conversation.conversation_type
+    scope = "channel" if kind == "channel" else "groupChat" if kind == "groupChat" or conversation.is_group else "personal"
     try:
         await bot.askdesk.identity.load(None)
-        await ctx.send(welcome_message(bot, personal, ctx.activity.from_.id if personal else None))
+        await ctx.send(welcome_message(bot, scope, ctx.activity.from_.id if scope == "personal" else None))
     except Exception as exc:
         log.warning("teams: welcome not sent (%s)", type(exc).__name__)
 

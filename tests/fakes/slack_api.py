@@ -332,7 +332,7 @@ class SlackHarness:
         from bot.slack.app import build_slack_app
 
         settings = settings.model_copy(update={"slack_api_url": fake.api_url})
-        bot = build_slack_app(settings, askdesk, runtime, token="xoxb-test", signing_secret=SIGNING_SECRET)
+        bot = build_slack_app(settings, askdesk, token="xoxb-test", signing_secret=SIGNING_SECRET)
         harness = cls(fake, bot)
         harness._runner, port = await bot.start_http("127.0.0.1", 0)
         harness.url = f"http://127.0.0.1:{port}/slack/events"

@@ -304,7 +304,7 @@ class TeamsHarness:
 
         listener = TeamsListener(bind("127.0.0.1", 0))
         auth = auth or TeamsAuth(None, None, None, dev_mode=True)
-        bot = build_teams_bot(settings, askdesk, runtime, auth=auth, adapter=listener.adapter())
+        bot = build_teams_bot(settings, askdesk, auth=auth, adapter=listener.adapter())
         await bot.app.initialize()
         await listener.start()
         harness = cls(connector, bot, listener)

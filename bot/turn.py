@@ -1,0 +1,176 @@
+"""One turn runner for every surface: validate -> rate-limit -> progress -> answer ->
+fallback -> notices -> deliver -> remember.
+
+Slack, Teams and the terminal each turn an event into an `Incoming` and implement `Reply`
+(how to show progress, stream text, deliver the answer, say a private note); everything in
+between happens here, once: the input checks, the per-user rate limit, the answer id, the
+"must not raise" fallback, the once-per-thread notice, which answers offer feedback, the
+answer records feedback is stored with. Registry commands (`/facility`) run through the
+service here too, and feedback is recorded here whatever surface it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from agent.answers import AnswerResult, AskRequest, Surface
+from agent.capabilities.base import CommandResult
+from agent.messages import ChatMessage
+from agent.state.feedback import Feedback, FeedbackStore
+from bot.dedupe import Deduper
+from bot.rate_limit import RateLimiter
+from bot.records import AnswerRecord, AnswerRecords
+
+if TYPE_CHECKING:
+    from agent.turn.service import Askdesk
+
+log = logging.getLogger("askdesk.turn")
+
+NOTICE_TTL_S = 7 * 24 * 3600  # the "no model configured" notice: once per thread per week
+TURN_ROUTES_WITHOUT_FEEDBACK = {"offtopic", "smalltalk"}  # fixed texts: nothing to rate
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Incoming:
+    """A question as every surface hands it over."""
+
+    surface: Surface
+    text: str
+    thread_id: str  # the conversation: Slack channel:thread_ts, Teams conversation id, terminal session
+    user_id: str
+    history: list[ChatMessage] | None = None  # given by surfaces that own their history (Slack threads)
+    # ...or fetched once the asker sees progress (a Slack thread is read from the Web API)
+    load_history: Callable[[], Awaitable[list[ChatMessage]]] | None = None
+    collection: str | None = None  # knowledge collection override (a Slack channel's)
+    notice_shown: Callable[[str], bool] | None = None  # the thread already shows this notice (Slack)
+
+
+@dataclass
+class Delivery:
+    """What a surface delivers: the answer, its id, the notice to show with it (once per
+    thread) and whether to offer feedback."""
+
+    result: AnswerResult
+    answer_id: str
+    notice: str | None
+    feedback: bool
+
+
+class Reply(Protocol):
+    """What a surface implements for one question."""
+
+    streams: bool  # takes the answer text as the model writes it (False: the whole answer at the end)
+
+    async def progress(self, step: str) -> None:
+        """A status line ("Searching the knowledge base…"); never raises."""
+
+    async def text(self, delta: str) -> None:
+        """The answer as the model writes it (streamed where the conversation allows)."""
+
+    async def finish(self, delivery: Delivery) -> str | None:
+        """Deliver the answer; returns the delivered message's id. Raises when delivery failed."""
+
+    async def note(self, text: str) -> None:
+        """A short note only the asker sees (a rejected message, the rate limit); never raises."""
+
+    async def apologise(self, text: str) -> None:
+        """Delivery failed: replace what was shown with `text`, best effort (may raise)."""
+
+
+class TurnRunner:
+    """The flow around `Askdesk.answer` that every surface shares, with its per-process state."""
+
+    def __init__(self, askdesk: "Askdesk", *, feedback: FeedbackStore | None = None, rate_limit: bool = True) -> None:
+        settings = askdesk.settings
+        self.askdesk = askdesk
+        self.prompts = askdesk.prompts
+        # the terminal's one local user is not rate limited; chat surfaces share one limit per user
+        self.limiter = RateLimiter(settings.rate_limit_per_minute if rate_limit else 0)
+        self.notices = Deduper(ttl_seconds=NOTICE_TTL_S)
+        self.records = AnswerRecords(store_text=settings.store_text)
+        self.feedback_store = feedback or FeedbackStore(settings.sqlite_path, store_text=settings.store_text)
+        self.feedback_routes = {*askdesk.capabilities().names, "clarify"}
+
+    def check(self, incoming: Incoming) -> str | None:
+        """Why this message gets a note instead of an answer (empty, too long, too fast), else None."""
+        problem = self.askdesk.input_problem(incoming.text)
+        if problem is not None:
+            return problem
+        wait = self.limiter.check(incoming.user_id)
+        return self.prompts.render("rate_limited", seconds=int(wait)) if wait else None
+
+    async def run(self, incoming: Incoming, reply: Reply) -> Delivery | None:
+        """Answer `incoming` through `reply`; None when it got a note instead or was not delivered."""
+        if (problem := self.check(incoming)) is not None:
+            await reply.note(problem)
+            return None
+        await reply.progress(self.prompts.render("thinking"))  # instant feedback
+        answer_id = new_id()
+        history = incoming.history
+        if incoming.load_history is not None:
+            history = await incoming.load_history()
+        request = AskRequest(text=incoming.text, surface=incoming.surface, thread_id=incoming.thread_id,
+                             user_id=incoming.user_id, history=history, collection=incoming.collection)
+        try:
+            result = await self.askdesk.answer(request, progress=reply.progress,
+                                               on_text=reply.text if reply.streams else None)
+        except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
+            log.error("%s: answer failed (reference %s): %s", incoming.surface, answer_id, type(exc).__name__)
+            result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge")
+        delivery = Delivery(result=result, answer_id=answer_id, notice=self._notice(incoming, result),
+                            feedback=result.route in self.feedback_routes)
+        try:
+            message_id = await reply.finish(delivery)
+        except Exception as exc:
+            log.error("%s: delivering the answer failed (reference %s): %s", incoming.surface, answer_id,
+                      type(exc).__name__)
+            try:
+                await reply.apologise(self.prompts.render("delivery_error", ref=answer_id))
+            except Exception as again:
+                log.error("%s: the apology was not delivered either (reference %s): %s", incoming.surface,
+                          answer_id, type(again).__name__)
+            return None
+        if delivery.feedback:
+            self.records.remember(AnswerRecord(
+                answer_id=answer_id, route=result.route, sources=[r.source for r in result.references],
+                question=incoming.text), conversation=incoming.thread_id, message_id=message_id)
+        return delivery
+
+    def _notice(self, incoming: Incoming, result: AnswerResult) -> str | None:
+        """The result's notice, the first time in this thread only (across restarts where the
+        surface can tell that the thread already shows it)."""
+        if not result.notice:
+            return None
+        if incoming.notice_shown is not None and incoming.notice_shown(result.notice):
+            return None
+        return result.notice if self.notices.first_time(incoming.thread_id) else None
+
+    # ----------------------------------------------------------------- commands
+    async def command(self, name: str, text: str) -> CommandResult:
+        """A capability's command through the service; raises for a failure the surface reports."""
+        result, _ = await self.askdesk.command(name, text)
+        return result
+
+    # ----------------------------------------------------------------- feedback
+    async def record_feedback(self, *, rating: str, user_id: str, surface: Surface, channel: str | None,
+                              thread: str | None, answer_id: str | None = None, message_id: str | None = None,
+                              route: str | None = None, sources: list[str] | None = None) -> None:
+        """Store a 👍/👎: the answer found by its id (Slack's button carries it) or by the rated
+        message in its conversation (Teams sends only that); what the button carries fills in
+        for an answer this process no longer remembers."""
+        record = self.records.get(answer_id) if answer_id else self.records.by_message(thread, message_id)
+        await self.feedback_store.add(Feedback(
+            rating=rating, user_id=user_id, surface=surface, channel=channel, thread=thread,
+            answer_id=record.answer_id if record else (answer_id or message_id),
+            route=record.route if record else route,
+            sources=list(record.sources) if record else list(sources or []),
+            question=record.question if record else None,
+        ))
