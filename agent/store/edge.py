@@ -45,6 +45,7 @@ class EdgeStore:
     def __init__(self, root: Path, lock: DirectoryLock | None) -> None:
         self.root = root
         self.where = str(root.parent)
+        self.exclusive = True  # the data-dir lock admits one process
         self._lock = lock
         self._shards: dict[str, qe.EdgeShard] = {}
         self._opening = asyncio.Lock()
@@ -143,7 +144,13 @@ class EdgeStore:
 
     def update_metadata_sync(self, name: str, metadata: dict[str, Any]) -> None:
         meta = self._read_meta(name) or {}
-        meta["metadata"] = {**(meta.get("metadata") or {}), **metadata}
+        merged = dict(meta.get("metadata") or {})
+        for key, value in metadata.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        meta["metadata"] = merged
         self._write_meta(name, meta)
 
     async def update_metadata(self, name: str, metadata: dict[str, Any]) -> None:
@@ -158,6 +165,10 @@ class EdgeStore:
         if points:
             op = qe.UpdateOperation.upsert_points([cv.to_point(p) for p in points])
             await self._run(name, qe.EdgeShard.update, op)
+
+    async def set_payload(self, name: str, payload: dict[str, Any], flt: models.Filter) -> None:
+        op = qe.UpdateOperation.set_payload_by_filter(cv.to_filter(flt), payload)
+        await self._run(name, qe.EdgeShard.update, op)
 
     async def delete_ids(self, name: str, ids: list[str]) -> None:
         if ids:

@@ -101,8 +101,9 @@ class AdminChannel:
             writer.close()
 
     async def close(self) -> None:
-        """Stop listening; a job still running is cancelled (safe: a file's old chunks go only
-        after its new ones are written), and its client is told to run the command again."""
+        """Stop listening; a job still running is cancelled (safe: a file's new version replaces
+        the old one in one step, agent/knowledge/versions.py), and its client is told to run the
+        command again."""
         if self._server is not None:
             self._server.close()
             self._server = None

@@ -11,8 +11,8 @@ from bot.admin import SOCKET_NAME
 from bot.admin.channel import MAX_REQUEST
 from bot.admin.protocol import Event, JobOutput, JobRequest
 
-LOST = ("error: the running askdesk serve stopped before the job finished; run the same command again "
-        "(nothing is half-written)")
+LOST = ("error: the running askdesk serve stopped before the job finished; each file is either updated or "
+        "still at its previous version (search never sees part of one); run the same command again to finish")
 
 
 async def submit(data_dir: Path, request: JobRequest, on_event: Callable[[Event], None]) -> JobOutput | None:

@@ -112,7 +112,8 @@ def ingest_cmd(
     try:
         report = run_with_runtime(work)
     except KeyboardInterrupt:
-        raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
+        raise _fail("interrupted; each file is either updated or still at its previous version (search never "
+                    "sees part of one); run the same command again to finish", 130) from None
     except (KnowledgeBaseUnavailable, EmbedderError) as exc:
         raise _fail(str(exc)) from None
     except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
