@@ -22,6 +22,7 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
+from agent.private import private_tree, restrict_umask
 from agent.store import edge_convert as cv
 from agent.store.base import WithPayload, WithVectors
 from agent.store.lock import DirectoryLock
@@ -52,10 +53,13 @@ class EdgeStore:
 
     @classmethod
     def open(cls, data_dir: Path) -> "EdgeStore":
-        """Lock `data_dir` for this process (StoreInUse when another holds it) and open it."""
+        """Lock `data_dir` for this process (StoreInUse when another holds it) and open it.
+        Every file the engine creates is private (0600 in 0700 directories), whatever the umask."""
+        restrict_umask()
         lock = DirectoryLock(data_dir).acquire()
         root = data_dir / EDGE_DIR
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_tree(data_dir)
         return cls(root, lock)
 
     # --- layout --------------------------------------------------------------------
