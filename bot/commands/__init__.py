@@ -19,11 +19,14 @@ def store_in_use(exc: Exception) -> SystemExit:
 
 
 def emit(output) -> None:
-    """Print a JobOutput (bot/admin/protocol.py) and exit with its code."""
+    """Print a JobOutput (bot/admin/protocol.py) and exit with its code; a job's lines can quote
+    file names, so no control character reaches the terminal (bot/commands/terminal.py)."""
+    from bot.commands.terminal import printable
+
     for line in output.stdout:
-        typer.echo(line)
+        typer.echo(printable(line, multiline=True))
     for line in output.stderr:
-        typer.echo(line, err=True)
+        typer.echo(printable(line, multiline=True), err=True)
     if output.code:
         raise typer.Exit(output.code)
 
