@@ -105,15 +105,14 @@ async def test_an_interrupted_update_shows_one_whole_version_and_the_next_run_cl
         old_text = (await visible_files(rt))[SUBSET[2]].text
         target.write_text(target.read_text(encoding="utf-8") + "\n\nNueva regla: 777 días.\n", encoding="utf-8")
 
-        real = {"switch": versions.switch, "delete": ingest_module._delete}[stop_at]
+        # Ctrl-C arrives as the switch is about to be written, or as the old chunks are about to go
+        module, name = (versions, "switch") if stop_at == "switch" else (ingest_module, "_delete")
+        real = getattr(module, name)
 
         async def interrupted(*args, **kwargs):
-            if stop_at == "delete":
-                await real(*args[:3], [])  # nothing deleted
             raise KeyboardInterrupt
 
-        target_module = versions if stop_at == "switch" else ingest_module
-        monkeypatch.setattr(target_module, "switch" if stop_at == "switch" else "_delete", interrupted)
+        monkeypatch.setattr(module, name, interrupted)
         with pytest.raises(KeyboardInterrupt):
             await ingest(rt, [kb_subset])
         files = await visible_files(rt)
@@ -124,7 +123,7 @@ async def test_an_interrupted_update_shows_one_whole_version_and_the_next_run_cl
         assert all(not f.mixed and not f.partial for f in files.values())
         assert (await hidden_left(rt))[1] > 0  # the hidden version's points are still there
 
-        monkeypatch.setattr(target_module, "switch" if stop_at == "switch" else "_delete", real)
+        monkeypatch.setattr(module, name, real)
         report = await ingest(rt, [kb_subset])
         assert report.updated == ([SUBSET[2]] if stop_at == "switch" else [])
         assert await hidden_left(rt) == (0, 0)  # leftovers deleted, nothing listed
