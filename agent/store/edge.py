@@ -87,6 +87,11 @@ class EdgeStore:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        folder = os.open(path.parent, os.O_RDONLY)  # the rename itself survives a power cut too:
+        try:  # a file's version switch must not be lost after its old chunks were deleted
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
     async def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
