@@ -1,9 +1,12 @@
-"""Private by default: the data dir is 0700 and every store or cache in it 0600.
+"""Private by default: the data dir is 0700 and every directory in it 0700, every file 0600.
 
 The data dir holds conversations (askdesk.sqlite), feedback, the embedding cache and the
 vector store, i.e. staff questions and the organisation's documents: nobody else on the
 machine should read them, whatever the umask. SQLite gives its -wal/-journal files the mode of
-the database file, so creating the database 0600 covers them too.
+the database file, so creating the database 0600 covers them too. Qdrant Edge (Rust) creates its
+segment and WAL files itself, with the process umask: a process that opens the embedded store
+keeps group and other bits out of its umask (`restrict_umask`), and files left by an older
+version or another umask are tightened when the store is opened (`private_tree`).
 """
 
 from __future__ import annotations
@@ -41,3 +44,19 @@ def _tighten(path: Path, mode: int) -> None:
             os.chmod(path, mode)
     except OSError:  # not ours (e.g. a shared mount): leave it, never fail a command over it
         pass
+
+
+def restrict_umask() -> None:
+    """Keep group and other bits out of every file this process creates from now on."""
+    old = os.umask(0o077)  # set first, so the umask is never looser, not even for an instant
+    os.umask(old | 0o077)
+
+
+def private_tree(root: Path) -> None:
+    """Directories 0700 and files 0600 under `root` (symbolic links are left alone)."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        _tighten(Path(dirpath), DIR_MODE)
+        for name in filenames:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                _tighten(path, FILE_MODE)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agent.config import Settings
 from agent.private import private_dir
 from agent.store import VectorStore, open_store
+from agent.store.readers import Readers
 
 if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
@@ -26,6 +27,7 @@ class Runtime:
     settings: Settings
     store: VectorStore
     caches: dict[tuple[str, str | None], Any] = field(default_factory=dict)  # (what, collection) -> value
+    readers: Readers = field(default_factory=Readers)  # searches in flight (agent/store/readers.py)
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
 
     @classmethod

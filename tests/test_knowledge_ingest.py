@@ -9,13 +9,18 @@ from collections import Counter
 
 import pytest
 
+from qdrant_client import models
+
 from agent.knowledge import ingest as ingest_module
+from agent.knowledge import versions
 from agent.knowledge.ingest import ingest
 from agent.knowledge.search import KnowledgeBaseUnavailable, search
 from agent.knowledge.store import EmbedderMismatch
 from tests.knowledge_fixtures import SUBSET, open_runtime
+from tests.visibility import hidden_left, visible_files
 
-PAYLOAD_KEYS = {"source", "title", "section", "chunk_index", "lang", "content_hash", "text", "file_hash", "n_chunks"}
+PAYLOAD_KEYS = {"source", "title", "section", "chunk_index", "lang", "content_hash", "text", "file_hash", "n_chunks",
+                "version"}
 
 
 async def _points(rt, collection="kb"):
@@ -89,34 +94,70 @@ async def test_removed_file_is_kept_until_prune(settings, kb_subset):
         assert SUBSET[1] not in counts and set(counts) == set(SUBSET) - {SUBSET[1]}
 
 
-async def test_interrupted_update_is_repaired_by_the_next_run(settings, kb_subset, monkeypatch):
+@pytest.mark.parametrize("stop_at", ["switch", "delete"])
+async def test_an_interrupted_update_shows_one_whole_version_and_the_next_run_cleans_up(
+        settings, kb_subset, monkeypatch, stop_at):
+    """Ctrl-C before the switch: search sees the whole old file; after it (old chunks not yet
+    deleted): the whole new one. Never both, never part; the next run removes the leftovers."""
     target = kb_subset / SUBSET[2]
     async with open_runtime(settings) as rt:
         await ingest(rt, [kb_subset])
+        old_text = (await visible_files(rt))[SUBSET[2]].text
         target.write_text(target.read_text(encoding="utf-8") + "\n\nNueva regla: 777 días.\n", encoding="utf-8")
 
-        real_delete = ingest_module.delete_file_points
+        # Ctrl-C arrives as the switch is about to be written, or as the old chunks are about to go
+        module, name = (versions, "switch") if stop_at == "switch" else (ingest_module, "_delete")
+        real = getattr(module, name)
 
         async def interrupted(*args, **kwargs):
-            raise KeyboardInterrupt  # Ctrl-C after the new chunks were written, before the old went
+            raise KeyboardInterrupt
 
-        monkeypatch.setattr(ingest_module, "delete_file_points", interrupted)
+        monkeypatch.setattr(module, name, interrupted)
         with pytest.raises(KeyboardInterrupt):
             await ingest(rt, [kb_subset])
-        hashes = {p.payload["file_hash"] for p in await _points(rt) if p.payload["source"] == SUBSET[2]}
-        assert len(hashes) == 2  # old and new side by side: nothing lost
+        files = await visible_files(rt)
+        mine = files[SUBSET[2]]
+        assert not mine.mixed and not mine.partial
+        assert ("777 días" in mine.text) == (stop_at == "delete")
+        assert (mine.text == old_text) == (stop_at == "switch")
+        assert all(not f.mixed and not f.partial for f in files.values())
+        assert (await hidden_left(rt))[1] > 0  # the hidden version's points are still there
 
-        monkeypatch.setattr(ingest_module, "delete_file_points", real_delete)
+        monkeypatch.setattr(module, name, real)
         report = await ingest(rt, [kb_subset])
-        assert report.updated == [SUBSET[2]]
-        mine = [p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]
-        assert len({p.payload["file_hash"] for p in mine}) == 1 and len(mine) == mine[0].payload["n_chunks"]
+        assert report.updated == ([SUBSET[2]] if stop_at == "switch" else [])
+        assert await hidden_left(rt) == (0, 0)  # leftovers deleted, nothing listed
+        mine = (await visible_files(rt))[SUBSET[2]]
+        assert "777 días" in mine.text and not mine.partial
 
-        # a file with a missing chunk (e.g. killed mid-upsert) is rewritten too
+
+async def test_a_file_with_a_missing_chunk_is_rewritten(settings, kb_subset):
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+        mine = [p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]
         await rt.store.delete_ids("kb", [mine[0].id])
         report = await ingest(rt, [kb_subset])
         assert report.updated == [SUBSET[2]]
         assert len([p for p in await _points(rt) if p.payload["source"] == SUBSET[2]]) == mine[0].payload["n_chunks"]
+
+
+async def test_chunks_written_before_versions_are_adopted_and_replaced_whole(settings, kb_subset):
+    """A collection built by an older askdesk (no `version` payload): an unchanged file stays
+    as it is; a changed one is swapped out whole like any other."""
+    async with open_runtime(settings) as rt:
+        await ingest(rt, [kb_subset])
+        await rt.store.set_payload("kb", {"version": None}, models.Filter())
+        unchanged = await ingest(rt, [kb_subset])
+        assert unchanged.updated == [] and unchanged.chunks_written == 0
+        target = kb_subset / SUBSET[0]
+        target.write_text(target.read_text(encoding="utf-8") + "\n\n## Legacy\n\nThe quokkaline rule.\n",
+                          encoding="utf-8")
+        report = await ingest(rt, [kb_subset])
+        assert report.updated == [SUBSET[0]]
+        files = await visible_files(rt)
+        assert all(not f.mixed and not f.partial for f in files.values())
+        assert "quokkaline" in files[SUBSET[0]].text
+        assert await hidden_left(rt) == (0, 0)
 
 
 async def test_bad_files_are_reported_by_name_and_skipped(settings, kb_subset):

@@ -57,3 +57,49 @@ async def test_existing_world_readable_store_is_tightened(tmp_path, open_umask):
     await store.append("cli", "t1", [ChatMessage(role="user", content="hello")])
     await store.close()
     assert _mode(data / "askdesk.sqlite") == 0o600 and _mode(data) == 0o700
+
+
+def _loose(root) -> list[str]:
+    """Paths under `root` (itself included) that are not 0700 directories or 0600 files."""
+    found = []
+    for dirpath, _dirs, files in os.walk(root):
+        if _mode(dirpath) != 0o700:
+            found.append(f"{dirpath} {oct(_mode(dirpath))}")
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path) and _mode(path) != 0o600:
+                found.append(f"{path} {oct(_mode(path))}")
+    return found
+
+
+def test_the_whole_data_dir_is_private_even_at_umask_000(tmp_path):
+    """`askdesk ingest` then `askdesk ask` in processes whose umask is 000: the vector store's
+    own files (Qdrant Edge's segments and WAL, created in Rust) included. Before: 0777/0666."""
+    import subprocess
+
+    from tests.conftest import SAMPLE_KB, seed_embeddings
+    from tests.test_store_concurrency import askdesk_command, cli_env
+
+    data = seed_embeddings(tmp_path / "data")
+    env = cli_env(data)
+    for args in (["ingest", str(SAMPLE_KB / "trs-parent-brochure-spa-qa.md")],
+                 ["ask", "what is Texas Rising Star?", "--thread", "t1"]):
+        done = subprocess.run([*askdesk_command(), *args], env=env, capture_output=True, text=True, timeout=120,
+                              preexec_fn=lambda: os.umask(0))
+        assert done.returncode == 0, done.stderr
+    assert (data / "edge" / "kb").is_dir() and (data / "askdesk.sqlite").exists()
+    assert _loose(data) == []
+
+
+async def test_store_files_left_readable_by_an_older_version_are_tightened(tmp_path, open_umask):
+    settings = Settings(data_dir=tmp_path / "data")
+    runtime = Runtime.open(settings)
+    await runtime.store.create_collection("kb", dim=4, metadata={"embedder": "test"})
+    await runtime.close()
+    for dirpath, _dirs, files in os.walk(settings.data_dir):
+        os.chmod(dirpath, 0o755)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    runtime = Runtime.open(settings)
+    await runtime.close()
+    assert _loose(settings.data_dir) == []

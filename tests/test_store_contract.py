@@ -91,6 +91,28 @@ async def test_collections_and_metadata(store):
     assert await store.count(name) == 0
 
 
+async def test_metadata_merges_key_by_key_and_none_removes_a_key(store):
+    """The file-version record (agent/knowledge/versions.py) relies on this: one update shows
+    one version and hides others, and leaves every other key alone."""
+    name = _name()
+    await store.create_collection(name, dim=4, metadata={"embedder": "e1", "dim": 4})
+    await store.update_metadata(name, {"hidden:v1": {"source": "a.md", "state": "pending"}})
+    await store.update_metadata(name, {"hidden:v1": None, "hidden:v0": {"source": "a.md", "state": "superseded"}})
+    meta = await store.collection_metadata(name)
+    assert meta == {"embedder": "e1", "dim": 4, "hidden:v0": {"source": "a.md", "state": "superseded"}}
+
+
+async def test_set_payload_by_filter(store):
+    name = await _filled(store)
+    versionless = models.Filter(must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="version"))])
+    assert await store.count(name, versionless) == 10
+    await store.set_payload(name, {"version": "v1"}, models.Filter(must=[_match("source", "s0")]))
+    assert await store.count(name, models.Filter(must=[_match("version", "v1")])) == 4
+    assert await store.count(name, versionless) == 6
+    hidden = models.Filter(must_not=[models.FieldCondition(key="version", match=models.MatchAny(any=["v1"]))])
+    assert await store.count(name, hidden) == 6  # points without the field are not excluded
+
+
 async def test_writes_counts_scroll_and_retrieve(store):
     name = await _filled(store)
     assert await store.count(name) == 10

@@ -1,7 +1,9 @@
 """Crash safety of the embedded store: `askdesk ingest` (the real console script) is killed with
 SIGKILL at several moments; each time the store reopens (WAL replay, lock released by the
-kernel), and a final run leaves every file complete: counts consistent, no duplicates,
-nothing lost. The sample KB's shipped embeddings make each run a few seconds of pure writes."""
+kernel) and search sees every file whole (one version, every chunk), and a final run leaves
+every file complete: counts consistent, no duplicates, nothing lost, nothing hidden left over.
+The sample KB's shipped embeddings make each run a few seconds of pure writes. (Exact moments,
+for a changed and a new file and three backends: tests/test_ingest_atomic.py.)"""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from agent.config import Settings
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_KB, seed_embeddings
 from tests.test_store_concurrency import askdesk_command, cli_env
+from tests.visibility import hidden_left, visible_files
 
 KILL_AFTER = (1.5, 2.5, 3.5, 5.0)  # seconds after spawn: start-up, first writes, mid-run, late
 
@@ -28,13 +31,23 @@ async def _points(settings: Settings) -> list:
         await runtime.close()
 
 
+async def _check_visible(settings: Settings) -> None:
+    """After a crash: what search sees of each file is one version with every chunk."""
+    runtime = Runtime.open(settings)
+    try:
+        files = await visible_files(runtime)
+    finally:
+        await runtime.close()
+    assert [s for s, f in files.items() if f.mixed or f.partial] == []
+
+
 def _check_partial_state(points: list) -> None:
     """After a crash: per (file, version) at most its chunk count, never a chunk twice."""
     ids = Counter(p.id for p in points)
     assert max(ids.values(), default=1) == 1
     per_version: dict[tuple[str, str], list[int]] = defaultdict(list)
     for p in points:
-        per_version[(p.payload["source"], p.payload["file_hash"])].append(p.payload["chunk_index"])
+        per_version[(p.payload["source"], p.payload["version"])].append(p.payload["chunk_index"])
     for key, chunks in per_version.items():
         assert len(chunks) == len(set(chunks)), key
 
@@ -56,6 +69,7 @@ async def test_kill_9_during_ingest_loses_nothing_and_duplicates_nothing(tmp_pat
             await proc.wait()
             killed += 1
         _check_partial_state(await _points(settings))
+        await _check_visible(settings)
     assert killed >= 1  # at least one run really died mid-way
 
     proc = await asyncio.create_subprocess_exec(*askdesk_command(), "ingest", str(SAMPLE_KB), "--json", env=env,
@@ -65,6 +79,11 @@ async def test_kill_9_during_ingest_loses_nothing_and_duplicates_nothing(tmp_pat
 
     points = await _points(settings)
     _check_partial_state(points)
+    runtime = Runtime.open(settings)
+    try:
+        assert await hidden_left(runtime) == (0, 0)
+    finally:
+        await runtime.close()
     files = sorted(p.name for p in SAMPLE_KB.iterdir() if p.suffix == ".md")
     by_source: dict[str, list] = defaultdict(list)
     for p in points:

@@ -20,6 +20,7 @@ from bot.admin import SOCKET_NAME
 from bot.commands.serve import start_admin_channel
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
 from tests.test_store_concurrency import EXIT_IN_USE, cli_env, run_cli
+from tests.visibility import visible_files
 
 DOCS = ["bcy2025-psoc-chart-twc-qa.md", "parent-tx3c-attendance-help-english-twc-qa.md"]
 MARKER = "Zephyrine voucher code QX-4471"
@@ -206,9 +207,8 @@ async def test_a_bot_stopping_mid_job_tells_the_client_to_run_it_again(tmp_path)
         await channel.close()  # what `askdesk serve` does on SIGTERM
         output = await asyncio.wait_for(client, 30)
         assert output is not None and output.code == 1 and output.stderr == [LOST]
-        # whatever was written is consistent: per file and version, every chunk at most once
-        points, _ = await runtime.store.scroll("kb", limit=10_000, with_payload=True)
-        keys = [(p.payload["source"], p.payload["file_hash"], p.payload["chunk_index"]) for p in points]
-        assert points and len(keys) == len(set(keys))
+        # what search sees is consistent: every file whole (one version, every chunk) or absent
+        files = await visible_files(runtime)
+        assert files and all(not f.mixed and not f.partial for f in files.values())
     finally:
         await runtime.close()

@@ -1,11 +1,11 @@
-"""Incremental, idempotent ingestion of files into a knowledge collection.
+"""Incremental, idempotent ingestion of files into a knowledge collection; atomic per file.
 
-Each file's points carry `file_hash` (its text, title, url, chunker settings and version) and
-`n_chunks`. A file whose points all have the current hash, and are all there, is skipped.
-Otherwise its new chunks are upserted first (deterministic ids, so an unchanged chunk is simply
-overwritten) and only then are points with another hash deleted. Interrupting at any moment
-leaves either the old version, or old and new side by side (which the next run detects and
-repairs); search never sees a file with no chunks because of an update.
+Each file's points carry `file_hash` (its text, title, url, chunker settings and version),
+`n_chunks` and `version` (a fresh id per write). A file whose visible points all have the
+current hash, and are all there, is skipped. Otherwise a new version is written hidden and then
+swapped in for the old one in one step (agent/knowledge/versions.py): search sees each file
+wholly old or wholly new, never both and never part, even when the process is killed at any
+moment; the next ingest deletes what a killed one left hidden.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import models
 
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
+from agent.knowledge import versions
 from agent.knowledge.embed_cache import embed_with_cache, open_cache, text_hash
 from agent.knowledge.language import detect_language
 from agent.knowledge.loaders import SUPPORTED_SUFFIXES, Document, LoadError, load_document
@@ -29,8 +30,9 @@ from agent.knowledge.sparse import SPARSE_VERSION, bm25_document, file_name_word
 from agent.knowledge.store import (
     DENSE,
     SPARSE,
+    FileVersion,
     StoreError,
-    delete_file_points,
+    collection_metadata,
     ensure_collection,
     file_states,
     point_id,
@@ -139,16 +141,31 @@ def file_hash(doc: Document, chunk_chars: int, overlap: int, embedder: str) -> s
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _is_current(state: dict[str, Any] | None, fhash: str, n_chunks: int) -> bool:
-    if not state:
+def _is_current(state: list[FileVersion] | None, fhash: str, n_chunks: int) -> bool:
+    if not state or len(state) != 1:
         return False
-    hashes = state["hashes"]
-    return set(hashes) == {fhash} and hashes[fhash] == n_chunks and state["n_chunks"].get(fhash) == n_chunks
+    only = state[0]
+    return only.file_hash == fhash and only.points == n_chunks and only.n_chunks == n_chunks
+
+
+async def _versions_of(runtime: "Runtime", name: str, source: str, state: list[FileVersion] | None) -> list[str]:
+    """The version ids of a file's visible chunks (chunks from before versions get theirs now)."""
+    found = []
+    for item in state or []:
+        found.append(item.version or await versions.adopt_legacy(runtime, name, source, item.file_hash))
+    return found
+
+
+async def _delete(runtime: "Runtime", name: str, source: str, old: list[str]) -> list[str]:
+    if old:
+        await runtime.store.delete_where(name, versions.selector(source, old))
+    return old
 
 
 def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str,
-                 n_chunks: int) -> list[models.PointStruct]:
-    """Points of `chunks` (one write batch of a file that has `n_chunks` chunks in all)."""
+                 n_chunks: int, version: str) -> list[models.PointStruct]:
+    """Points of `chunks` (one write batch of version `version` of a file that has `n_chunks`
+    chunks in all)."""
     points = []
     for chunk, vector in zip(chunks, vectors):
         embed_text = chunk.embed_text(doc.title)
@@ -162,6 +179,7 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
             "content_hash": content_hash,
             "file_hash": fhash,
             "n_chunks": n_chunks,
+            versions.VERSION: version,
             "format": doc.format,
             "text": chunk.text,
         }
@@ -169,7 +187,7 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
             payload["url"] = doc.url
         points.append(
             models.PointStruct(
-                id=point_id(doc.source, chunk.chunk_index, content_hash),
+                id=point_id(doc.source, chunk.chunk_index, content_hash, version),
                 vector={DENSE: vector, SPARSE: bm25_document(f"{embed_text}\n{file_name_words(doc.source)}", lang)},
                 payload=payload,
             )
@@ -226,7 +244,8 @@ async def ingest(
         return report
 
     await ensure_collection(runtime, name, embedder=embedder)
-    states = await file_states(runtime, name)
+    await versions.recover(runtime, name, await collection_metadata(runtime, name))
+    states = await file_states(runtime, name, await collection_metadata(runtime, name))
     work = []
     for doc, chunks in planned:
         fhash = file_hash(doc, settings.chunk_chars, settings.chunk_overlap, embedder.name)
@@ -237,9 +256,14 @@ async def ingest(
             work.append((doc, chunks, fhash))
     progress.chunks_found(sum(len(chunks) for _, chunks, _ in work))
 
+    deleted: list[str] = []  # superseded versions already deleted: their keys go with the next write
     cache = open_cache(settings)
     try:
         for doc, chunks, fhash in work:
+            old = await _versions_of(runtime, name, doc.source, states.get(doc.source))
+            version = versions.new_version()
+            await versions.hide_pending(runtime, name, doc.source, version, deleted)
+            deleted = []
             lang = detect_language(doc.text)
             for start in range(0, len(chunks), UPSERT_BATCH):
                 batch = chunks[start : start + UPSERT_BATCH]
@@ -247,11 +271,12 @@ async def ingest(
                 before = cache.get_many(embedder.name, [text_hash(t) for t in texts]) if cache else {}
                 vectors = await embed_with_cache(embedder, texts, cache)
                 report.embedded += len(texts) - len(before)
-                points = build_points(doc, batch, vectors, fhash, lang, len(chunks))
+                points = build_points(doc, batch, vectors, fhash, lang, len(chunks), version)
                 await runtime.store.upsert(name, points)
                 report.chunks_written += len(points)
                 progress.chunks_done(len(points))
-            await delete_file_points(runtime, name, doc.source, keep_hash=fhash)
+            await versions.switch(runtime, name, doc.source, version, old)
+            deleted = await _delete(runtime, name, doc.source, old)
             report.updated.append(doc.source)
             progress.file_done(doc.source)
     finally:
@@ -261,8 +286,11 @@ async def ingest(
     if prune:
         present = {source for _, source in files}
         for source in sorted(set(states) - present):
-            await delete_file_points(runtime, name, source)
+            old = await _versions_of(runtime, name, source, states[source])
+            await versions.switch(runtime, name, source, None, old)
+            deleted += await _delete(runtime, name, source, old)
             report.pruned.append(source)
+    await versions.forget(runtime, name, deleted)
     if report.chunks_written:
         await runtime.store.optimize(name)  # index the new points now (Edge), not at query time
     if report.updated or report.pruned:

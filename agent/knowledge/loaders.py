@@ -8,6 +8,7 @@ Files that cannot be used raise `LoadError` with a short reason; the caller repo
 
 from __future__ import annotations
 
+import codecs
 import io
 import logging
 import os
@@ -48,7 +49,34 @@ def title_from_name(path: Path) -> str:
     return re.sub(r"[-_]+", " ", path.stem).strip().capitalize() or path.name
 
 
+# UTF-32 before UTF-16: the UTF-32-LE mark begins with the UTF-16-LE one
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),
+         (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"), (codecs.BOM_UTF16_BE, "utf-16", "UTF-16")]
+
+
+def _wide_text(data: bytes) -> str | None:
+    """The text of a UTF-16/UTF-32 file that starts with its byte-order mark (Windows tools
+    write these); None for any other file. Their NUL bytes are not a sign of a binary file."""
+    for bom, codec, label in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(codec)  # the codec reads the mark and drops it
+            except UnicodeDecodeError as exc:
+                raise LoadError(f"not valid {label} text (at byte {exc.start})") from None
+    return None
+
+
+def _looks_binary(text: str) -> bool:
+    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\r\n\t\f")
+    return controls > len(text[:8192]) * 0.01 or text.count("\ufffd") > len(text) * 0.01
+
+
 def _decode(data: bytes) -> str:
+    wide = _wide_text(data)
+    if wide is not None:
+        if _looks_binary(wide):
+            raise LoadError("binary file (not valid text)")
+        return wide
     if b"\x00" in data[:8192]:
         raise LoadError("binary file")
     try:
@@ -56,8 +84,7 @@ def _decode(data: bytes) -> str:
     except UnicodeDecodeError:
         pass
     text = data.decode("cp1252", errors="replace")
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\r\n\t\f")
-    if controls > len(text[:8192]) * 0.01 or text.count("\ufffd") > len(text) * 0.01:
+    if _looks_binary(text):
         raise LoadError("binary file (not valid text)")
     return text
 
@@ -90,7 +117,8 @@ _BLOCKS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "tr", "pre", "blockquo
 def _load_html(path: Path, source: str, data: bytes) -> Document:
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(data, "html.parser")
+    wide = _wide_text(data)
+    soup = BeautifulSoup(data if wide is None else wide, "html.parser")
     for tag in soup(["script", "style", "noscript", "nav", "footer", "header", "form", "svg", "template"]):
         tag.decompose()
     url = None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 from qdrant_client import models
 
+from agent.knowledge import versions
 from agent.knowledge.embedders import EmbedderError
 from agent.knowledge.sparse import bm25_query
 from agent.knowledge.store import (  # noqa: F401  (KnowledgeBaseUnavailable is part of this API)
@@ -86,7 +87,8 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-async def _check_collection(runtime: "Runtime", name: str) -> None:
+async def _check_collection(runtime: "Runtime", name: str) -> dict[str, Any]:
+    """The collection's metadata (which also lists the file versions search must not see)."""
     try:
         metadata = await collection_metadata(runtime, name)
     except Exception as exc:
@@ -99,11 +101,12 @@ async def _check_collection(runtime: "Runtime", name: str) -> None:
             f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first"
         )
     if not metadata.get("embedder"):
-        return
+        return metadata
     try:
         check_embedder(name, metadata, runtime.embedder())
     except EmbedderError as exc:
         raise KnowledgeBaseUnavailable(f"the configured embedder cannot be used: {exc}") from exc
+    return metadata
 
 
 def _passage(point: models.ScoredPoint, query_vector: list[float] | None) -> Passage:
@@ -135,12 +138,19 @@ async def search(
     mode: SearchMode = "hybrid",
 ) -> list[Passage]:
     """The `top_k` best passages for `query` (hybrid by default)."""
-    name = collection or runtime.settings.collection
     query = query.strip()
     if not query:
         return []
-    await _check_collection(runtime, name)
-    flt = filters.to_qdrant() if filters else None
+    with runtime.readers.reading():  # an ingest deletes a replaced version only after this ends
+        return await _search(runtime, query, top_k=top_k, name=collection or runtime.settings.collection,
+                             filters=filters, mode=mode)
+
+
+async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filters: SearchFilters | None,
+                  mode: SearchMode) -> list[Passage]:
+    metadata = await _check_collection(runtime, name)
+    user_filter = filters.to_qdrant() if filters else None
+    flt = versions.visible(user_filter, metadata)  # each file wholly old or wholly new
     try:
         dense_vec = await runtime.embedder().embed_query(query) if mode != "sparse" else None
     except EmbedderError as exc:
@@ -171,7 +181,7 @@ async def search(
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not points and not flt and await runtime.store.count(name) == 0:
+    if not points and not user_filter and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
     return ranked([_passage(p, dense_vec) for p in points], top_k)
 

@@ -3,17 +3,19 @@
 Every collection has a dense vector "dense" (cosine, the embedder's size) and a sparse vector
 "sparse" (BM25 weights, IDF applied by Qdrant). The collection's metadata records which
 embedder built it; using a collection with another embedder raises `EmbedderMismatch`.
-Points of one file share `source` and `file_hash`, which is what makes ingestion incremental
-and repairable (see agent/knowledge/ingest.py).
+Points of one file share `source`, `file_hash` and `version`, which is what makes ingestion
+incremental and each file's update atomic (agent/knowledge/ingest.py, versions.py).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qdrant_client import models
+
+from agent.knowledge import versions
 
 if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
@@ -25,7 +27,7 @@ SCHEMA_VERSION = 1
 POINT_NAMESPACE = uuid.UUID("6f1c9a52-8d1e-4e55-9a63-0b7f3c1d2e4a")
 # payload indexes for the fields searches and ingestion filter on
 INDEXED_FIELDS: dict[str, models.PayloadSchemaType] = {
-    field_name: models.PayloadSchemaType.KEYWORD for field_name in ("source", "lang", "file_hash")
+    field_name: models.PayloadSchemaType.KEYWORD for field_name in ("source", "lang", "file_hash", versions.VERSION)
 }
 
 
@@ -42,9 +44,11 @@ class EmbedderMismatch(StoreError):
     """The collection was built by a different embedder than the one configured."""
 
 
-def point_id(source: str, chunk_index: int, content_hash: str) -> str:
-    """Deterministic id: the same chunk of the same file always lands on the same point."""
-    return str(uuid.uuid5(POINT_NAMESPACE, f"{source}\x00{chunk_index}\x00{content_hash}"))
+def point_id(source: str, chunk_index: int, content_hash: str, version: str = "") -> str:
+    """Deterministic id: a chunk of one version of a file always lands on the same point, and
+    never on a point of another version (so writing a version leaves the others intact)."""
+    key = f"{source}\x00{chunk_index}\x00{content_hash}" + (f"\x00{version}" if version else "")
+    return str(uuid.uuid5(POINT_NAMESPACE, key))
 
 
 async def embedder_dim(embedder: "Embedder") -> int:
@@ -82,41 +86,48 @@ async def ensure_collection(runtime: "Runtime", name: str, *, embedder: "Embedde
         check_embedder(name, metadata, embedder)
         if not metadata.get("embedder"):  # created by hand or an older build: adopt it
             await runtime.store.update_metadata(name, {"embedder": embedder.name})
-        return
-    dim = await embedder_dim(embedder)
-    await runtime.store.create_collection(
-        name, dim=dim, metadata={"embedder": embedder.name, "dim": dim, "schema": SCHEMA_VERSION}
-    )
-    await runtime.store.ensure_payload_indexes(name, INDEXED_FIELDS)
+    else:
+        dim = await embedder_dim(embedder)
+        await runtime.store.create_collection(
+            name, dim=dim, metadata={"embedder": embedder.name, "dim": dim, "schema": SCHEMA_VERSION}
+        )
+    await runtime.store.ensure_payload_indexes(name, INDEXED_FIELDS)  # idempotent: an older build lacks `version`
 
 
-async def file_states(runtime: "Runtime", name: str) -> dict[str, dict[str, Any]]:
-    """source -> {"hashes": Counter(file_hash -> points), "n_chunks": recorded chunk count}."""
-    states: dict[str, dict[str, Any]] = {}
+@dataclass
+class FileVersion:
+    """The chunks of one version of one file that search can see."""
+
+    version: str | None  # None: written before chunks carried versions (see versions.adopt_legacy)
+    file_hash: str
+    points: int = 0
+    n_chunks: int | None = None
+
+
+async def file_states(runtime: "Runtime", name: str, metadata: dict[str, Any] | None) -> dict[str, list[FileVersion]]:
+    """source -> its visible versions (normally one; hidden, unfinished ones are not listed)."""
+    found: dict[tuple[str, str | None, str], FileVersion] = {}
     offset = None
+    flt = versions.visible(None, metadata)
     while True:
         points, offset = await runtime.store.scroll(
             name,
+            scroll_filter=flt,
             limit=1024,
             offset=offset,
-            with_payload=["source", "file_hash", "n_chunks"],
+            with_payload=["source", "file_hash", "n_chunks", versions.VERSION],
             with_vectors=False,
         )
         for p in points:
             payload = p.payload or {}
-            state = states.setdefault(str(payload.get("source")), {"hashes": Counter(), "n_chunks": {}})
-            fh = str(payload.get("file_hash"))
-            state["hashes"][fh] += 1
-            state["n_chunks"][fh] = payload.get("n_chunks")
+            version = payload.get(versions.VERSION)
+            key = (str(payload.get("source")), version, str(payload.get("file_hash")))
+            item = found.setdefault(key, FileVersion(version=version, file_hash=key[2]))
+            item.points += 1
+            item.n_chunks = payload.get("n_chunks")
         if offset is None:
-            return states
-
-
-async def delete_file_points(runtime: "Runtime", name: str, source: str, *, keep_hash: str | None = None) -> None:
-    """Delete a file's points, except those of its current version `keep_hash`."""
-    must_not = [models.FieldCondition(key="file_hash", match=models.MatchValue(value=keep_hash))] if keep_hash else None
-    selector = models.Filter(
-        must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))],
-        must_not=must_not,
-    )
-    await runtime.store.delete_where(name, selector)
+            break
+    states: dict[str, list[FileVersion]] = {}
+    for (source, _, _), item in found.items():
+        states.setdefault(source, []).append(item)
+    return states

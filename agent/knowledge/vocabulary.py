@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from agent.knowledge import versions
 from agent.knowledge.sparse import tokens
 
 TTL_SECONDS = 300.0
@@ -65,12 +66,14 @@ class Vocabulary:
 
 async def _load(runtime, collection: str) -> Vocabulary:
     vocab = Vocabulary()
-    if await runtime.store.collection_exists(collection):
+    metadata = await runtime.store.collection_metadata(collection)
+    if metadata is not None:
         offset = None
+        flt = versions.visible(None, metadata)  # unfinished or replaced versions are not the documents
         while vocab.chunks < MAX_POINTS:
             points, offset = await runtime.store.scroll(
-                collection, limit=1024, offset=offset, with_payload=["title", "section", "text", "lang"],
-                with_vectors=False,
+                collection, scroll_filter=flt, limit=1024, offset=offset,
+                with_payload=["title", "section", "text", "lang"], with_vectors=False,
             )
             for p in points:
                 payload = p.payload or {}

@@ -3,10 +3,15 @@ Groq and OpenAI-compatible servers share.
 
 Env: OPENAI_API_KEY (required), OPENAI_BASE_URL (optional: Azure-style gateways, proxies,
 or any OpenAI-compatible server). SDK retries are off: `retry.structured_call` retries.
+
+Some OpenAI-compatible servers and proxies ignore `stream: true` and answer with one plain JSON
+completion, which an SDK stream reads as no events at all. A provider that sees this asks
+again without streaming, and from then on never asks it to stream (one extra request, once).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, TypeVar
 
@@ -15,12 +20,28 @@ import openai
 from pydantic import BaseModel
 
 from agent.messages import ChatMessage
-from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
+from agent.providers.base import Completion, ProviderError, ProviderNotConfigured, tool_result_text
 from agent.providers.retry import Backoff, structured_call
 from agent.providers.base import PartialFn
 from agent.providers.streaming import streamed_call, tap
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger("askdesk.providers")
+
+
+class StreamIgnored(ProviderError):
+    """The server answered a streamed request with a plain JSON body."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"{provider} answered a streamed request without streaming", provider=provider,
+                         retryable=False, same_provider=False)
+
+
+def is_event_stream(stream: Any) -> bool:
+    """False when the HTTP response behind an SDK stream is not server-sent events."""
+    response = getattr(stream, "response", None)
+    content_type = str(getattr(response, "headers", {}).get("content-type", "")) if response is not None else ""
+    return not content_type.startswith("application/json")
 
 
 def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
@@ -65,10 +86,19 @@ class ChatCompletionsProvider:
         self._client = client
         self._sdk_client = sdk_client
         self._stream_client: instructor.AsyncInstructor | None = None
+        self.streams = True  # False once the server was seen to ignore `stream: true`
+        self._stream_ignored = False
         if sdk_client is not None:
             # the same instructor mode and provider, over a create that taps the stream's usage
             async def create(*args: Any, **kwargs: Any) -> Any:
-                return tap(await sdk_client.chat.completions.create(*args, **kwargs))
+                if self._stream_ignored:
+                    raise StreamIgnored(self.name)  # no second streamed request in the same call
+                stream = await sdk_client.chat.completions.create(*args, **kwargs)
+                if kwargs.get("stream") and not is_event_stream(stream):
+                    self._stream_ignored = True
+                    await stream.close()
+                    raise StreamIgnored(self.name)
+                return tap(stream)
 
             self._stream_client = instructor.AsyncInstructor(
                 client=sdk_client, create=instructor.patch(create=create, mode=client.mode, provider=client.provider),
@@ -112,7 +142,11 @@ class ChatCompletionsProvider:
         timeout: float = 30.0,
     ) -> Completion[T]:
         """`complete`, streamed: tool-call argument (or JSON content) deltas parsed into
-        `Partial[response_model]` objects for `on_partial` as they arrive."""
+        `Partial[response_model]` objects for `on_partial` as they arrive; `complete` for a
+        server that does not stream."""
+        if not self.streams:
+            return await self.complete(messages, response_model, model=model, max_retries=max_retries,
+                                       timeout=timeout)
         client = self._stream_client or self._client
         extra = {"stream_options": {"include_usage": True}} if self.stream_usage_option else {}
 
@@ -121,10 +155,21 @@ class ChatCompletionsProvider:
                 messages=to_openai_messages(messages), response_model=response_model, model=model,
                 max_retries=0, timeout=timeout, **extra)
 
-        return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
-                                   open_stream=open_stream, response_model=response_model, on_partial=on_partial,
-                                   tokens_of=openai_stream_tokens, key_env=self.key_env,
-                                   backoff=self.backoff)
+        try:
+            return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
+                                       open_stream=open_stream, response_model=response_model, on_partial=on_partial,
+                                       tokens_of=openai_stream_tokens, key_env=self.key_env,
+                                       backoff=self.backoff)
+        except ProviderError:
+            if not self._stream_ignored:
+                raise
+        self.streams = False
+        log.warning("%s/%s answered a streamed request with plain JSON: asking it without streaming from now on",
+                    self.name, model)
+        completion = await self.complete(messages, response_model, model=model, max_retries=max_retries,
+                                         timeout=timeout)
+        usage = completion.usage.model_copy(update={"requests": completion.usage.requests + 1})
+        return completion.model_copy(update={"usage": usage})
 
 
 class OpenAIProvider(ChatCompletionsProvider):

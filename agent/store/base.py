@@ -21,6 +21,9 @@ class VectorStore(Protocol):
     """Collections of points with a dense vector "dense" and a sparse vector "sparse"."""
 
     where: str  # for messages: the data directory or the server URL
+    # True when this process is the only writer (the embedded store's directory lock): whatever
+    # an earlier process left half-done is a crash's leftover, not another writer's work
+    exclusive: bool
 
     async def collection_exists(self, name: str) -> bool: ...
 
@@ -30,13 +33,18 @@ class VectorStore(Protocol):
     async def create_collection(self, name: str, *, dim: int, metadata: dict[str, Any]) -> None:
         """Dense `dim`-d cosine "dense" + sparse "sparse" with IDF."""
 
-    async def update_metadata(self, name: str, metadata: dict[str, Any]) -> None: ...
+    async def update_metadata(self, name: str, metadata: dict[str, Any]) -> None:
+        """Merge `metadata` into the collection's, key by key, in one atomic write; a key set
+        to None is removed (Qdrant's own merge rule)."""
 
     async def ensure_payload_indexes(self, name: str, fields: dict[str, models.PayloadSchemaType]) -> None:
         """Create the missing payload indexes (idempotent)."""
 
     async def upsert(self, name: str, points: list[models.PointStruct]) -> None:
         """Write points; durable and searchable when this returns."""
+
+    async def set_payload(self, name: str, payload: dict[str, Any], flt: models.Filter) -> None:
+        """Set `payload` keys on every point matching `flt` (one operation)."""
 
     async def delete_ids(self, name: str, ids: list[str]) -> None: ...
 

@@ -22,6 +22,7 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
+from agent.private import private_tree, restrict_umask
 from agent.store import edge_convert as cv
 from agent.store.base import WithPayload, WithVectors
 from agent.store.lock import DirectoryLock
@@ -45,16 +46,20 @@ class EdgeStore:
     def __init__(self, root: Path, lock: DirectoryLock | None) -> None:
         self.root = root
         self.where = str(root.parent)
+        self.exclusive = True  # the data-dir lock admits one process
         self._lock = lock
         self._shards: dict[str, qe.EdgeShard] = {}
         self._opening = asyncio.Lock()
 
     @classmethod
     def open(cls, data_dir: Path) -> "EdgeStore":
-        """Lock `data_dir` for this process (StoreInUse when another holds it) and open it."""
+        """Lock `data_dir` for this process (StoreInUse when another holds it) and open it.
+        Every file the engine creates is private (0600 in 0700 directories), whatever the umask."""
+        restrict_umask()
         lock = DirectoryLock(data_dir).acquire()
         root = data_dir / EDGE_DIR
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_tree(data_dir)
         return cls(root, lock)
 
     # --- layout --------------------------------------------------------------------
@@ -82,6 +87,11 @@ class EdgeStore:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        folder = os.open(path.parent, os.O_RDONLY)  # the rename itself survives a power cut too:
+        try:  # a file's version switch must not be lost after its old chunks were deleted
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
     async def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
@@ -143,7 +153,13 @@ class EdgeStore:
 
     def update_metadata_sync(self, name: str, metadata: dict[str, Any]) -> None:
         meta = self._read_meta(name) or {}
-        meta["metadata"] = {**(meta.get("metadata") or {}), **metadata}
+        merged = dict(meta.get("metadata") or {})
+        for key, value in metadata.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        meta["metadata"] = merged
         self._write_meta(name, meta)
 
     async def update_metadata(self, name: str, metadata: dict[str, Any]) -> None:
@@ -158,6 +174,10 @@ class EdgeStore:
         if points:
             op = qe.UpdateOperation.upsert_points([cv.to_point(p) for p in points])
             await self._run(name, qe.EdgeShard.update, op)
+
+    async def set_payload(self, name: str, payload: dict[str, Any], flt: models.Filter) -> None:
+        op = qe.UpdateOperation.set_payload_by_filter(cv.to_filter(flt), payload)
+        await self._run(name, qe.EdgeShard.update, op)
 
     async def delete_ids(self, name: str, ids: list[str]) -> None:
         if ids:

@@ -41,12 +41,29 @@ def read_holder(data_dir: Path) -> dict:
         return {}
 
 
+def record_holder(data_dir: Path, **fields: object) -> None:
+    """Add `fields` to the holder record (a None removes one); only the holder calls this.
+    Written in place: the lock belongs to this file's inode, a rename would drop it."""
+    holder = {**read_holder(data_dir), **fields}
+    content = json.dumps({k: v for k, v in holder.items() if v is not None}).encode()
+    fd = os.open(data_dir / LOCK_FILE, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, content, 0)
+    finally:
+        os.close(fd)
+
+
 def in_use_message(data_dir: Path, holder: dict) -> str:
     who = f"pid {holder.get('pid', '?')}: {holder.get('command', 'another askdesk process')}"
-    if str(holder.get("command", "")).startswith("askdesk serve"):
-        hint = ("`askdesk ingest` and `askdesk ingest-facilities` are handed to it automatically; for other "
-                "commands stop the bot, use another ASKDESK_DATA_DIR, or share a Qdrant server (ASKDESK_QDRANT_URL); "
-                "to serve Slack and Teams, run both from one process: `askdesk serve slack teams`")
+    others = ("for other commands stop the bot, use another ASKDESK_DATA_DIR, or share a Qdrant server "
+              "(ASKDESK_QDRANT_URL); to serve Slack and Teams, run both from one process: "
+              "`askdesk serve slack teams`")
+    if str(holder.get("command", "")).startswith("askdesk serve") and holder.get("admin_socket"):
+        hint = f"`askdesk ingest` and `askdesk ingest-facilities` are handed to it automatically; {others}"
+    elif str(holder.get("command", "")).startswith("askdesk serve"):
+        hint = ("its admin channel is not running (see the bot's log), so `askdesk ingest` cannot be handed to it: "
+                f"stop the bot to ingest; {others}")
     else:
         hint = "run the command again when it has finished, or use another ASKDESK_DATA_DIR"
     return f"the data directory {data_dir} is in use by another askdesk process ({who}); {hint}"

@@ -21,6 +21,7 @@ class ServerStore:
     def __init__(self, client: AsyncQdrantClient, *, where: str, payload_indexes: bool = True) -> None:
         self.client = client
         self.where = where
+        self.exclusive = False  # other processes may be writing at the same time
         self.payload_indexes = payload_indexes  # False for qdrant-client's local mode: it has none
 
     @classmethod
@@ -57,6 +58,9 @@ class ServerStore:
 
     async def upsert(self, name: str, points: list[models.PointStruct]) -> None:
         await self.client.upsert(name, points=points, wait=True)
+
+    async def set_payload(self, name: str, payload: dict[str, Any], flt: models.Filter) -> None:
+        await self.client.set_payload(name, payload=payload, points=models.FilterSelector(filter=flt), wait=True)
 
     async def delete_ids(self, name: str, ids: list[str]) -> None:
         if ids:

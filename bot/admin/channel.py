@@ -1,9 +1,11 @@
-"""The server side: a Unix socket in the data directory, started by `askdesk serve`.
+"""The server side: a Unix socket started by `askdesk serve` (where: bot/admin/location.py).
 
-Only the user running the bot can connect: the socket is created 0600 inside the data dir and
-every connection's peer uid (SO_PEERCRED) must be ours. Jobs run one at a time on the bot's
-own Runtime while questions keep being answered: writes go through the same store, so the
-new text is searchable the moment the job reports done.
+Only the user running the bot can connect: the socket is created 0600 in the data dir or in a
+private runtime dir, and every connection's peer uid (SO_PEERCRED) must be ours. Jobs run one
+at a time on the bot's own Runtime while questions keep being answered: writes go through the
+same store, so the new text is searchable the moment the job reports done. A connection that
+sends no request within `request_timeout` is closed, and at most `max_clients` are open at once
+(more are told so and closed): idle clients cannot pile up descriptors in the bot.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from bot.admin import SOCKET_NAME
+from agent.store.lock import record_holder
 from bot.admin.jobs import run_job
+from bot.admin.location import MAX_PATH, socket_path
 from bot.admin.protocol import Event, JobOutput, JobRequest
 
 if TYPE_CHECKING:
@@ -28,6 +31,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("askdesk.admin")
 MAX_REQUEST = 1 << 20
+REQUEST_TIMEOUT = 10.0  # seconds for a client to send its request line
+MAX_CLIENTS = 16  # connections open at once: one running job, the rest queued behind it
+BUSY = ("error: the running askdesk serve has too many admin connections open; "
+        "run the command again in a moment")
 
 
 def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
@@ -39,25 +46,40 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
 
 
 class AdminChannel:
-    def __init__(self, runtime: "Runtime", path: Path) -> None:
+    request_timeout = REQUEST_TIMEOUT
+    max_clients = MAX_CLIENTS
+
+    def __init__(self, runtime: "Runtime", path: Path, data_dir: Path | None = None) -> None:
         self.runtime = runtime
         self.path = path
+        self.data_dir = data_dir
         self._server: asyncio.AbstractServer | None = None
         self._jobs = asyncio.Lock()  # one job at a time, in arrival order
         self._handlers: set[asyncio.Task] = set()
 
     @classmethod
     async def start(cls, settings: "Settings", runtime: "Runtime") -> "AdminChannel | None":
-        """Listen on `<data_dir>/admin.sock`; None with a shared Qdrant server (every process
-        can write to it directly) or when the socket cannot be created (logged)."""
+        """Listen and record where in the data dir's lock file; None with a shared Qdrant server
+        (every process can write to it directly) or when no socket can be made (one warning)."""
         if settings.qdrant_url:
             return None
-        channel = cls(runtime, settings.data_dir / SOCKET_NAME)
+        path = socket_path(settings.data_dir)
+        if path is None:
+            log.warning("admin channel off: no place for its socket fits a %d-byte path (data dir %s, "
+                        "XDG_RUNTIME_DIR, temp dir); `askdesk ingest` cannot reach this bot: stop it to ingest, "
+                        "or use a shorter ASKDESK_DATA_DIR", MAX_PATH, settings.data_dir)
+            return None
+        channel = cls(runtime, path, settings.data_dir)
         try:
             await channel._listen()
+            record_holder(settings.data_dir, admin_socket=str(path))
         except OSError as exc:
-            log.warning("admin channel unavailable (%s): `askdesk ingest` cannot reach this bot", exc)
+            log.warning("admin channel off (%s): `askdesk ingest` cannot reach this bot: stop it to ingest",
+                        type(exc).__name__)
+            await channel.close()
             return None
+        if path.parent != settings.data_dir:
+            log.info("admin channel at %s (the data dir's path is too long for a socket)", path)
         return channel
 
     async def _listen(self) -> None:
@@ -83,8 +105,16 @@ class AdminChannel:
             if uid is not None and uid != os.getuid():
                 log.warning("admin channel: refused a connection from uid %s", uid)
                 return
+            if len(self._handlers) > self.max_clients:
+                send(JobOutput(stderr=[BUSY], code=1))
+                return
             try:
-                request = JobRequest.model_validate_json(await reader.readline())
+                async with asyncio.timeout(self.request_timeout):
+                    line = await reader.readline()
+            except TimeoutError:
+                return  # connected and said nothing: not a client of ours
+            try:
+                request = JobRequest.model_validate_json(line)
             except (ValidationError, ValueError):
                 send(JobOutput(stderr=["error: the running askdesk serve did not understand the request "
                                        "(are both the same askdesk version?)"], code=2))
@@ -101,8 +131,9 @@ class AdminChannel:
             writer.close()
 
     async def close(self) -> None:
-        """Stop listening; a job still running is cancelled (safe: a file's old chunks go only
-        after its new ones are written), and its client is told to run the command again."""
+        """Stop listening; a job still running is cancelled (safe: a file's new version replaces
+        the old one in one step, agent/knowledge/versions.py), and its client is told to run the
+        command again."""
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -110,3 +141,8 @@ class AdminChannel:
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
         self.path.unlink(missing_ok=True)
+        if self.data_dir is not None:
+            try:
+                record_holder(self.data_dir, admin_socket=None)
+            except OSError:
+                pass

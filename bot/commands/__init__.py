@@ -19,11 +19,14 @@ def store_in_use(exc: Exception) -> SystemExit:
 
 
 def emit(output) -> None:
-    """Print a JobOutput (bot/admin/protocol.py) and exit with its code."""
+    """Print a JobOutput (bot/admin/protocol.py) and exit with its code; a job's lines can quote
+    file names, so no control character reaches the terminal (bot/commands/terminal.py)."""
+    from bot.commands.terminal import printable
+
     for line in output.stdout:
-        typer.echo(line)
+        typer.echo(printable(line, multiline=True))
     for line in output.stderr:
-        typer.echo(line, err=True)
+        typer.echo(printable(line, multiline=True), err=True)
     if output.code:
         raise typer.Exit(output.code)
 
@@ -32,8 +35,11 @@ def hand_over(request, exc: Exception, on_event=None):
     """Run `request` (a bot.admin JobRequest) on the `askdesk serve` that holds the store and
     return its JobOutput; the one-line in-use error when no server listens there."""
     from bot.admin.client import submit
+    from bot.admin.location import recorded_path
 
     holder = getattr(exc, "holder", {}) or {}
+    data_dir = load_settings().data_dir
+    path = recorded_path(holder, data_dir)
 
     def event(ev) -> None:
         if ev.event == "connected":
@@ -43,11 +49,16 @@ def hand_over(request, exc: Exception, on_event=None):
             on_event(ev)
 
     try:
-        output = asyncio.run(submit(load_settings().data_dir, request, event))
+        output = asyncio.run(submit(data_dir, request, event, path))
     except KeyboardInterrupt:
         typer.echo("interrupted; the running bot finishes the job (run the command again to see the result)",
                    err=True)
         raise SystemExit(130) from None
+    if output is None and str(holder.get("command", "")).startswith("askdesk serve"):
+        typer.echo(f"error: the data directory {data_dir} is held by the running bot (pid {holder.get('pid', '?')}), "
+                   f"but its admin channel does not answer at {path}, so this job was not handed to it; stop the "
+                   "bot and run the command again", err=True)
+        raise SystemExit(EXIT_IN_USE)
     if output is None:
         raise store_in_use(exc)
     return output

@@ -10,10 +10,11 @@ import typer
 from agent.runtime import Runtime
 from agent.store import StoreInUse
 from bot.commands import emit, hand_over, run_with_runtime, store_in_use
+from bot.commands.terminal import json_safe, printable
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {printable(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -41,7 +42,7 @@ class _RichProgress:
         self.bars.update(self.chunks, total=total)
 
     def file_done(self, source: str) -> None:
-        self.bars.update(self.files, advance=1, current=source[-50:])
+        self.bars.update(self.files, advance=1, current=printable(source)[-50:])
 
     def chunks_done(self, n: int) -> None:
         self.bars.update(self.chunks, advance=n)
@@ -112,7 +113,8 @@ def ingest_cmd(
     try:
         report = run_with_runtime(work)
     except KeyboardInterrupt:
-        raise _fail("interrupted; run the same command again to finish (nothing is half-written)", 130) from None
+        raise _fail("interrupted; each file is either updated or still at its previous version (search never "
+                    "sees part of one); run the same command again to finish", 130) from None
     except (KnowledgeBaseUnavailable, EmbedderError) as exc:
         raise _fail(str(exc)) from None
     except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
@@ -151,11 +153,11 @@ def ingest_output(report, as_json: bool):
 
     out = JobOutput()
     if as_json:
-        out.stdout.append(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        out.stdout.append(json_safe(json.dumps(report.to_json(), indent=2, ensure_ascii=False)))
     else:
-        out.stderr += [f"skipped {source}: {reason}" for source, reason in report.skipped]
-        out.stdout += [f"pruned {source}" for source in report.pruned]
-        out.stdout.append(report.summary())
+        out.stderr += [f"skipped {printable(source)}: {printable(reason)}" for source, reason in report.skipped]
+        out.stdout += [f"pruned {printable(source)}" for source in report.pruned]
+        out.stdout.append(printable(report.summary()))
     out.code = 1 if report.files == 0 else 0
     return out
 
@@ -167,8 +169,8 @@ def ingest_error(exc: Exception):
     from bot.admin.protocol import JobOutput
 
     if isinstance(exc, (KnowledgeBaseUnavailable, EmbedderError)):
-        return JobOutput(stderr=[f"error: {exc}"], code=1)
-    return JobOutput(stderr=[f"error: ingestion failed: {type(exc).__name__}: {exc}"], code=1)
+        return JobOutput(stderr=[f"error: {printable(exc)}"], code=1)
+    return JobOutput(stderr=[f"error: ingestion failed: {type(exc).__name__}: {printable(exc)}"], code=1)
 
 
 def search_cmd(
@@ -198,7 +200,7 @@ def search_cmd(
             {"text": p.text, "source": p.source, "title": p.title, "section": p.section, "score": round(p.score, 4)}
             for p in passages
         ]
-        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        typer.echo(json_safe(json.dumps(rows, indent=2, ensure_ascii=False)))
         return
     if not passages:
         typer.echo("No passages found.")
@@ -208,11 +210,11 @@ def search_cmd(
 
     console = Console()
     for i, p in enumerate(passages, start=1):
-        where = " — ".join(x for x in (p.title, p.section) if x)
-        console.print(f"[bold]{i}. {escape(p.source)}[/bold]  score {p.score:.3f}")
+        where = printable(" — ".join(x for x in (p.title, p.section) if x))
+        console.print(f"[bold]{i}. {escape(printable(p.source))}[/bold]  score {p.score:.3f}")
         if where:
             console.print(f"   [dim]{escape(where)}[/dim]")
-        snippet = " ".join(p.text.split())
+        snippet = " ".join(printable(p.text, multiline=True).split())
         console.print("   " + escape(snippet[:400] + ("…" if len(snippet) > 400 else "")))
         console.print()
 

@@ -18,7 +18,8 @@ Routes and the queue each one pops from:
     POST /v1beta/models/{model}:streamGenerateContent?alt=sse -> "gemini" (server-sent events)
 
 A request that asks for a stream gets its reply as server-sent events in the provider's
-format, paced by `set_stream_pace` or a `Stream` step (tests/fakes/llm_stream.py).
+format, paced by `set_stream_pace` or a `Stream` step (tests/fakes/llm_stream.py), unless
+`ignore_stream(provider)` makes that provider answer with plain JSON anyway.
 
 The server runs on its own event loop in a background thread, so the same object works
 from sync tests, async tests (any loop scope) and benchmarks.
@@ -157,6 +158,7 @@ class FakeLLMServer:
         self._runner: web.AppRunner | None = None
         self._counter = 0
         self._pace: dict[str, Pace] = {}
+        self._no_stream: set[str] = set()
 
     # ----------------------------------------------------------------- scripting
     def script(self, provider: str, *replies: Any, input_tokens: int | None = None,
@@ -205,6 +207,13 @@ class FakeLLMServer:
         """Pace of every stream `provider` sends (benchmarks: 0.3 s to the first token, 40 tokens/s)."""
         with self._lock:
             self._pace[provider] = Pace(first_token, tokens_per_s, chars_per_chunk)
+        return self
+
+    def ignore_stream(self, provider: str) -> FakeLLMServer:
+        """`provider` answers `stream: true` with a plain JSON completion, as some
+        OpenAI-compatible servers (older llama.cpp builds, proxies) do."""
+        with self._lock:
+            self._no_stream.add(provider)
         return self
 
     def pending(self, provider: str | None = None) -> int:
@@ -353,7 +362,7 @@ class FakeLLMServer:
         fault = step if isinstance(step, Stream) else None
         if isinstance(step, Stream):
             step = output_of(step)
-        if stream is not None and wants_stream(rec):
+        if stream is not None and wants_stream(rec) and rec.provider not in self._no_stream:
             rec.status = 200
             pace = (fault.pace if fault is not None and fault.pace else None) or self._pace.get(rec.provider, Pace())
             return await stream(rec, step, pace, fault)
