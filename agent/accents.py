@@ -1,7 +1,7 @@
 """Accent folding: "guarderías" and "guarderias", "nhà trẻ" and "nha tre" read the same.
 
 Staff type with and without accents and Vietnamese tone marks (phones, US keyboards); word
-lists matched against a message (facility words, knowledge markers) and BM25 terms compare
+lists matched against a message (a registry's words, knowledge markers) and BM25 terms compare
 folded forms, so a list needs each word once.
 """
 

@@ -137,12 +137,10 @@ class Settings(BaseSettings):
         "without streaming, for a cool-down) = post a placeholder, then update it.",
     )
     slack_suggested_prompts: list[str] = Field(
-        default_factory=lambda: [
-            "What is the parent share of cost for a family of 3?",
-            "Who is eligible for child care assistance?",
-            "Infant care within 10 miles of 78702",
-        ],
-        description="Suggested prompts shown when a user opens askdesk's messages tab in Slack (at most 4).",
+        default_factory=list,
+        description="Suggested prompts shown when a user opens askdesk's messages tab in Slack (at most 4); unset = "
+        "the domain file's `suggested_prompts`, else questions about the knowledge base's biggest documents, "
+        "plus each registry command's example.",
     )
 
     teams_port: int = Field(3978, description="Port of the Teams messaging endpoint (POST /api/messages) of `askdesk serve teams`.")
@@ -157,12 +155,9 @@ class Settings(BaseSettings):
         "indicator and one message, as in channels and group chats.",
     )
     teams_suggested_prompts: list[str] = Field(
-        default_factory=lambda: [
-            "What is the parent share of cost for a family of 3?",
-            "Who is eligible for child care assistance?",
-            "facility infant care near 78702",
-        ],
-        description="Suggested prompts of the Teams welcome message in personal chats (at most 3 are shown).",
+        default_factory=list,
+        description="Suggested prompts of the Teams welcome message in personal chats (at most 3 are shown); unset = "
+        "as for Slack.",
     )
 
     @field_validator("registries", mode="before")

@@ -172,6 +172,7 @@ REQUIRED: dict[str, set[str]] = {
     "channel_not_enabled": set(),
     "welcome": {"user", "commands"},
     "suggested_prompts_title": set(),
+    "suggested_question": {"title"},
     "feedback_thanks": set(),
     "command_searching": {"records"},
     "command_error": {"record", "ref"},

@@ -5,7 +5,7 @@ Slack, Teams and the terminal each turn an event into an `Incoming` and implemen
 (how to show progress, stream text, deliver the answer, say a private note); everything in
 between happens here, once: the input checks, the per-user rate limit, the answer id, the
 "must not raise" fallback, the once-per-thread notice, which answers offer feedback, the
-answer records feedback is stored with. Registry commands (`/facility`) run through the
+answer records feedback is stored with. Registry commands (slash commands) run through the
 service here too, and feedback is recorded here whatever surface it came from.
 """
 

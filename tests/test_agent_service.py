@@ -331,6 +331,7 @@ def test_cli_demo_without_a_terminal_loads_the_data_and_answers_two_questions(tm
         csv.writer(out).writerows([rows[0]] + [r for r in rows[1:] if "TRAVIS" in r])
     (examples / "registries").mkdir()
     (examples / "registries" / "facility.yaml").write_bytes(DEMO_REGISTRY.read_bytes())
+    (examples / "domain.yaml").write_text(f"suggested_prompts: [{json.dumps(FIRST_Q)}]\n", encoding="utf-8")
     monkeypatch.setenv("ASKDESK_DATA_DIR", str(tmp_path / "demo-data"))
 
     out = CliRunner().invoke(app, ["demo", "--examples", str(examples)], input="")

@@ -275,6 +275,20 @@ async def test_messages_tab_opened_sets_prompts_without_thread_and_welcomes_once
     assert "thread_ts" not in welcome.args
 
 
+async def test_without_configured_prompts_they_come_from_the_knowledge_base_and_the_registry(make_bot, fake_slack):
+    """No setting and no domain file: questions about the biggest documents, then the registry
+    command's example (from its declaration) — never the demo's texts from code."""
+    slack = await make_bot()
+    opened = {"type": "app_home_opened", "user": "U0001", "channel": "D0001", "tab": "messages",
+              "event_ts": "1700000810.000100"}
+    assert await slack.send_event(opened) == 200
+    await slack.bot.drain()
+    [call] = fake_slack.calls_to("assistant.threads.setSuggestedPrompts")
+    prompts = [p["message"] for p in call.args["prompts"]]
+    assert prompts[0].startswith("What does “") and prompts[-1] == "infant care near 78702"
+    assert not any("family of 3" in p for p in prompts)
+
+
 async def test_legacy_assistant_thread_still_gets_prompts(make_bot, fake_slack):
     slack = await make_bot(slack_suggested_prompts=["Who is eligible?"])
     event = {"type": "assistant_thread_started", "event_ts": "1700000850.000200",

@@ -335,6 +335,8 @@ async def test_install_sends_a_welcome_with_suggested_prompts(make_bot, connecto
     assert "askdesk" in welcome["text"]
     actions = welcome["suggestedActions"]["actions"]
     assert actions and all(a["type"] == "imBack" for a in actions)
+    assert actions[-1]["value"] == "facility infant care near 78702"  # the registry's example, as a command
+    assert "type **facility**" in welcome["text"]  # the welcome names the declared command
     assert welcome["suggestedActions"]["to"] == ["29:user-new"]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from bot.commands.terminal import json_safe, printable
+from bot.printable import json_safe, printable
 from tests.test_store_concurrency import cli_env, run_cli
 
 ESC_NAME = "evil\x1b]0;pwned\x07name.md"  # sets the terminal's title

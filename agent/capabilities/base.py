@@ -1,7 +1,7 @@
 """What a capability contributes to askdesk, and the shapes it hands to the turn and to surfaces.
 
 A capability is one body of the organisation's data askdesk can answer from: the knowledge
-base, or one declared registry (facilities, offices, equipment...). It brings its tools, the
+base, or one declared registry (offices, equipment, services, contacts...). It brings its tools, the
 words that tell the pre-filter a message is for it, the search run before the first model call
 (prefetch), its answer when no model is configured (search-only), its commands (slash command,
 Teams message extension, CLI) and its eval sections. The turn pipeline and the surfaces know
@@ -41,18 +41,18 @@ class Command:
     """A command a capability offers on every surface: `/NAME text` in Slack, `NAME text` typed
     to the bot and the compose-box search (message extension) in Teams, `askdesk NAME text`."""
 
-    name: str  # "facility"
+    name: str  # "office": `/office` in Slack
     capability: str  # the capability that runs it
-    title: str  # what it searches, in a few words ("licensed child-care facilities")
+    title: str  # what it searches, in a few words ("the company's office locations")
     usage: str  # help text shown for empty/"help" input (plain text; `/NAME` written as such)
-    example: str = ""  # one example query ("infant care near 78702")
+    example: str = ""  # one example query ("parking in Austin")
     extension: bool = True  # also offered as a Teams message extension
-    record: str = "record"  # what one result is called ("facility")
-    records: str = "records"  # ...and several ("facilities")
+    record: str = "record"  # what one result is called ("office")
+    records: str = "records"  # ...and several ("offices")
 
     def help(self, prefix: str = "/") -> str:
-        """The usage text, with the command written as the surface types it ("/facility",
-        "facility" in Teams, "askdesk facility" in a terminal)."""
+        """The usage text, with the command written as the surface types it ("/office",
+        "office" in Teams, "askdesk registry search office" in a terminal)."""
         return self.usage.replace(f"/{self.name}", f"{prefix}{self.name}")
 
 
@@ -70,7 +70,7 @@ class RecordView(BaseModel):
     id: str
     title: str
     details: list[Detail] = Field(default_factory=list)
-    more: list[Detail] = Field(default_factory=list)  # e.g. "Hours: 7-6", "Operation #123"
+    more: list[Detail] = Field(default_factory=list)  # e.g. "Hours: 7-6", a record number
     url: str | None = None
 
     def details_line(self, icons: dict[str, str] | None = None) -> str:
@@ -85,7 +85,7 @@ class CommandResult(BaseModel):
 
     command: str
     text: str  # the request as typed
-    summary: str = ""  # how it was understood ("infant care · within 10 mi of 78702")
+    summary: str = ""  # how it was understood ("parking · within 10 mi of Austin")
     notes: list[str] = Field(default_factory=list)  # corrections, "no match", "not loaded"...
     is_help: bool = False
     reply: str = ""  # plain text: the terminal's output, Slack's fallback text
@@ -121,7 +121,7 @@ class Capability(Protocol):
 
     name: str
     kind: CapabilityKind
-    description: str  # when to choose it, for the router model ("looking for facilities by place...")
+    description: str  # when to choose it, for the router model ("looking for an office by city...")
 
     def tools(self) -> list["Tool"]:
         """What the agent may call."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.capabilities.knowledge import knowledge_answer
+from agent.capabilities.base import Found
 from agent.evaluation.retrieval import hit_rank
 from agent.knowledge.fused import search_fused
 from agent.messages import ChatMessage
@@ -53,7 +53,8 @@ async def evaluate(items: list[dict], service: Any, *, top_k: int) -> dict[str, 
                 failures.append(label)
             history.append(ChatMessage(role="user", content=question))
             if passages:
-                reply = knowledge_answer(ToolResult(text="", data=passages), service.prompts)
+                found = Found("knowledge", "get_formatted_context", {}, ToolResult(text="", data=passages))
+                reply = service.context().knowledge.search_only(found, service.prompts).text
                 history.append(ChatMessage(role="assistant", content=reply))
     return {
         f"recall@{top_k}": round(hits / n, 4) if n else 0.0,

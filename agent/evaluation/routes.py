@@ -1,10 +1,10 @@
 """`routes` eval section: does each message take the route it should?
 
-Items: {id, question, route, thread?}, route one of knowledge / facility / offtopic /
+Items: {id, question, route, thread?}, route one of knowledge / a registry's name / offtopic /
 smalltalk / clarify; `thread` (optional) lists the user's earlier messages in the same thread.
 The point is the lines the router draws: a question for the documents that names a place ("how
-much does TWC pay a daycare in Houston?") against a search for facilities ("daycares in Houston
-that take infants"), in every language, and inside a thread a follow-up against a new request
+much does it cost in Houston?") against a search of a registry ("offices in Houston with
+parking"), in every language, and inside a thread a follow-up against a new request
 to decline. Routing goes through the real router (the router model when one is configured, the
 LLM-free pre-filter otherwise).
 """

@@ -1,7 +1,7 @@
 """What a knowledge base says about itself: its index terms and how many chunks hold each.
 
 Read from the collection (titles, headings and text of every chunk, tokenised exactly as BM25
-indexes them), once per process and collection, like the facility registry's places. The
+indexes them), once per process and collection, like a registry's places. The
 off-topic check uses it to tell a message written in the documents' own words ("PEIMS #s?",
 "probation B?") from one that merely shares a few common words with them.
 """

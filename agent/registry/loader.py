@@ -67,3 +67,14 @@ def build_registries(runtime: "Runtime", declarations: list[Declaration] | None 
             registry.gazetteer = gazetteers.setdefault(registry.gazetteer.signature(), registry.gazetteer)
         out.append(registry)
     return out
+
+
+def find_declaration(settings: "Settings", name: str) -> Declaration:
+    """The deployment's registry `name` (DeclarationError when none or a broken one)."""
+    declarations = load_declarations(settings)
+    for decl in declarations:
+        if decl.name == name:
+            return decl
+    known = ", ".join(d.name for d in declarations) or "none"
+    raise DeclarationError(f"no registry named '{name}' is declared (declared: {known}); give its declaration with "
+                           f"--declaration FILE.yaml, or list it in ASKDESK_REGISTRIES")

@@ -23,7 +23,7 @@ import qdrant_edge as qe
 from qdrant_client import models
 
 from agent.private import private_tree, restrict_umask
-from agent.store import edge_convert as cv
+import agent.store.edge_convert as cv
 from agent.store.base import WithPayload, WithVectors
 from agent.store.lock import DirectoryLock
 

@@ -60,7 +60,7 @@ def in_use_message(data_dir: Path, holder: dict) -> str:
               "(ASKDESK_QDRANT_URL); to serve Slack and Teams, run both from one process: "
               "`askdesk serve slack teams`")
     if str(holder.get("command", "")).startswith("askdesk serve") and holder.get("admin_socket"):
-        hint = f"`askdesk ingest` and `askdesk ingest-facilities` are handed to it automatically; {others}"
+        hint = f"`askdesk ingest` and `askdesk registry ingest` are handed to it automatically; {others}"
     elif str(holder.get("command", "")).startswith("askdesk serve"):
         hint = ("its admin channel is not running (see the bot's log), so `askdesk ingest` cannot be handed to it: "
                 f"stop the bot to ingest; {others}")

@@ -5,7 +5,7 @@ classify -> retrieve -> respond) within ASKDESK_TURN_TIMEOUT (agent/deadline.py)
 remembers the turn and ends its trace. It never raises: when the models fail or run out of
 time the user gets the search results with a note (agent/turn/degrade.py), and only when the
 search fails too an apology with a reference id, the log the details. `command` runs a
-capability's command (a registry's `/facility`) for every surface, `route` classifies a
+capability's command (a registry's `/NAME text`) for every surface, `route` classifies a
 message without answering (evaluation). Surfaces never talk to capabilities, the router or
 providers directly.
 """
@@ -31,7 +31,7 @@ from agent.tracing import NOOP, Tracer
 from agent.turn.answer_stream import AnswerText, TextFn
 from agent.turn.context import TurnContext
 from agent.turn.degrade import apology
-from agent.turn.retrieval import Retrieval
+from agent.capabilities.retrieval import Retrieval
 from agent.turn.stages import STAGES, Stage, classify, read, recall
 from agent.turn.state import CountedModel, Ledger, ProgressFn, Turn
 from agent.understanding.domain import domain_path, load_domain
@@ -61,7 +61,7 @@ class Askdesk:
         self.stages = stages
         self._owns_runtime = owns_runtime
         self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
-        self.identity = Identities(settings, self.domain, runtime)  # what askdesk says it is about
+        self.identity = Identities(settings, self.domain, runtime, self.prompts)  # what askdesk says it is about
         self.registries = load_registries(runtime, self.prompts)  # a broken declaration fails here
         self._contexts: dict[str | None, TurnContext] = {}
 
@@ -150,9 +150,17 @@ class Askdesk:
         except Exception:
             log.exception("could not save the conversation turn")
 
+    async def suggested_prompts(self, configured: list[str] | None = None) -> list[str]:
+        """Questions to offer a new user: the surface's setting, else the deployment's (domain
+        file, or questions about the biggest documents), then each registry command's example."""
+        if configured:
+            return list(configured)
+        identity = await self.identity.load(None)
+        return [*identity.prompts, *(c.example for c in self.commands() if c.example)]
+
     # ----------------------------------------------------------------- commands
     def commands(self) -> list[Command]:
-        """Every capability's commands (a registry's `/facility`), for the surfaces to offer."""
+        """Every capability's commands (a registry's `/NAME`), for the surfaces to offer."""
         return [command for capability in self.capabilities() for command in capability.commands()]
 
     async def command(self, name: str, text: str) -> tuple[CommandResult, int]:

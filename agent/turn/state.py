@@ -83,7 +83,7 @@ class Turn:
     span: Span = NOOP
     history: list[ChatMessage] = field(default_factory=list)
     identity: Any = None  # agent.understanding.identity.Identity: what askdesk says it is about
-    retrieval: Any = None  # agent.turn.retrieval.Retrieval: the turn's knowledge searches, each run once
+    retrieval: Any = None  # agent.capabilities.retrieval.Retrieval: the turn's knowledge searches, each run once
     reading: Any = None  # agent.understanding.classify.Reading: what the wording alone says
     route: Any = None  # agent.understanding.router.Route: which capability, and the query it searches
     found: list[Found] = field(default_factory=list)  # what the route's capability found before the model

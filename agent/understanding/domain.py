@@ -30,6 +30,8 @@ class Domain(BaseModel):
     description: str | None = Field(None, description="What the documents are about, for the models' prompts.")
     capabilities: str | None = Field(None, description="What askdesk helps with, named in refusals and greetings.")
     examples: str | None = Field(None, description="Example requests suggested in refusals and greetings.")
+    suggested_prompts: list[str] = Field(default_factory=list, description="Questions offered to try (Slack's "
+                                         "messages tab, the Teams welcome, the non-interactive demo).")
 
     terms: list[str] = Field(default_factory=list, description="A message containing one is never refused without a model.")
     offtopic: list[str] = Field(default_factory=list, description="Extra examples of requests to decline.")

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 GENERIC = "the organisation's documents"
 TITLES_SHOWN = 6  # titles named in a derived description: enough to say what the documents cover
+SUGGESTED = 3  # questions derived from the biggest documents' titles when none are configured
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Identity:
     domain: str  # what the documents are about (router and agent prompts)
     capabilities: str  # what askdesk helps with (refusal, greeting, router prompt)
     examples: str = ""  # example requests for refusals and greetings ("" = none)
+    prompts: tuple[str, ...] = ()  # questions offered to try (suggested prompts)
 
 
 def derive(titles: list[str]) -> str:
@@ -36,23 +38,25 @@ def derive(titles: list[str]) -> str:
 class Identities:
     """The identity per knowledge collection: configured words, else derived ones."""
 
-    def __init__(self, settings, domain: Domain, runtime) -> None:
+    def __init__(self, settings, domain: Domain, runtime, prompts=None) -> None:
         self.runtime = runtime
         self.domain = settings.assistant_domain or domain.description
         self.capabilities = settings.assistant_capabilities or domain.capabilities
         self.examples = domain.examples or ""
+        self.suggested = tuple(domain.suggested_prompts)
+        self.prompts = prompts  # renders questions about the biggest documents when none are configured
         self._derived: dict[str | None, Identity] = {}
 
     @property
     def configured(self) -> bool:
-        return bool(self.domain and self.capabilities)
+        return bool(self.domain and self.capabilities and self.suggested)
 
     def get(self, collection: str | None) -> Identity:
         """The identity (derived words once `load` ran for the collection, else the generic ones)."""
         if collection in self._derived:
             return self._derived[collection]
         words = self.domain or self.capabilities or GENERIC
-        return Identity(self.domain or words, self.capabilities or words, self.examples)
+        return Identity(self.domain or words, self.capabilities or words, self.examples, self.suggested)
 
     async def load(self, collection: str | None) -> Identity:
         """`get`, after deriving the missing words from the collection's titles (once)."""
@@ -67,5 +71,8 @@ class Identities:
         if not titles:
             return self.get(collection)
         words = self.domain or self.capabilities or derive(titles)
-        self._derived[collection] = Identity(self.domain or words, self.capabilities or words, self.examples)
+        suggested = self.suggested or tuple(
+            self.prompts.render("suggested_question", title=title) for title in titles[:SUGGESTED]) if self.prompts else ()
+        self._derived[collection] = Identity(self.domain or words, self.capabilities or words, self.examples,
+                                             self.suggested or suggested)
         return self._derived[collection]

@@ -38,7 +38,7 @@ _GREETING_RE = re.compile(
 )
 
 # Asking about amounts, rules or reasons: a question for the documents, even with a place in it
-# (agent/data/facility_words.yaml, en/es/vi; matched on lower-cased, accent-folded text).
+# (agent/data/registry_words.yaml, en/es/vi; matched on lower-cased, accent-folded text).
 _KNOWLEDGE_MARKERS_RE = load_generic_words().knowledge_marker_re()
 
 # Follow-ups that only make sense with the thread.

@@ -1,14 +1,18 @@
-"""The jobs a running server accepts, run on its own Runtime (the same code as a local run)."""
+"""The jobs a running server accepts, run on its own Runtime, and what they print: the same
+code and output as a local run of the command (bot/commands/ calls these)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from bot.admin.protocol import Event, JobOutput, JobRequest
+from bot.printable import json_safe, printable
 
 if TYPE_CHECKING:
+    from agent.registry.declaration import Declaration
     from agent.runtime import Runtime
 
 log = logging.getLogger("askdesk.admin")
@@ -34,8 +38,6 @@ class EventProgress:
 
 
 async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event], None]) -> JobOutput:
-    from bot.commands.knowledge import ingest_error, ingest_output
-
     if request.op == "ingest":
         from agent.knowledge.ingest import ingest
 
@@ -46,10 +48,61 @@ async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event
             log.warning("handed-over ingest failed: %s", type(exc).__name__)
             return ingest_error(exc)
         return ingest_output(report, request.as_json)
-    if request.op == "registry-ingest":
-        from bot.commands.registry import run_job as registry_job
+    return await run_registry_job(runtime, request)  # `registry ingest` (and its shortcuts)
 
-        return await registry_job(runtime, request)
-    from bot.commands.facility import run_job as facility_job  # `ingest-facilities`: the demo's registry
 
-    return await facility_job(runtime, request)
+def ingest_output(report, as_json: bool):
+    """What `askdesk ingest` prints for `report`, locally or handed over to a running bot."""
+    out = JobOutput()
+    if as_json:
+        out.stdout.append(json_safe(json.dumps(report.to_json(), indent=2, ensure_ascii=False)))
+    else:
+        out.stderr += [f"skipped {printable(source)}: {printable(reason)}" for source, reason in report.skipped]
+        out.stdout += [f"pruned {printable(source)}" for source in report.pruned]
+        out.stdout.append(printable(report.summary()))
+    out.code = 1 if report.files == 0 else 0
+    return out
+
+
+def ingest_error(exc: Exception):
+    """The one line for an ingest that failed on a running bot."""
+    from agent.knowledge.embedders import EmbedderError
+    from agent.knowledge.search import KnowledgeBaseUnavailable
+    if isinstance(exc, (KnowledgeBaseUnavailable, EmbedderError)):
+        return JobOutput(stderr=[f"error: {printable(exc)}"], code=1)
+    return JobOutput(stderr=[f"error: ingestion failed: {type(exc).__name__}: {printable(exc)}"], code=1)
+
+
+def registry_output(report) -> JobOutput:
+    """What a registry ingest prints, locally or handed over to a running bot."""
+
+    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
+
+
+async def ingest_registry(runtime: "Runtime", decl: "Declaration", path: Path, collection: str | None = None):
+    from agent.registry.registry import Registry
+
+    return await Registry(decl, runtime, collection=collection).ingest(Path(path))
+
+
+async def run_registry_job(runtime: "Runtime", request: JobRequest, declaration: "Declaration | None" = None) -> JobOutput:
+    """A `registry-ingest` job handed over by the CLI, run on the server's runtime (the
+    declaration the CLI used, by path; else the server's own registry of that name)."""
+    from agent.registry.declaration import DeclarationError, load_declaration
+    from agent.registry.loader import find_declaration
+    from agent.registry.records import RegistryFormatError
+
+    try:
+        if declaration is not None:
+            decl = declaration
+        elif request.declaration:
+            decl = load_declaration(request.declaration)
+        else:
+            decl = find_declaration(runtime.settings, request.registry or "")
+        report = await ingest_registry(runtime, decl, Path(request.paths[0]), request.collection)
+    except (DeclarationError, RegistryFormatError) as exc:
+        return JobOutput(stderr=[f"error: {exc}"], code=2)
+    except Exception as exc:
+        return JobOutput(stderr=[f"error: {type(exc).__name__}: {exc}"], code=1)
+    return registry_output(report)
+

@@ -20,8 +20,8 @@ def store_in_use(exc: Exception) -> SystemExit:
 
 def emit(output) -> None:
     """Print a JobOutput (bot/admin/protocol.py) and exit with its code; a job's lines can quote
-    file names, so no control character reaches the terminal (bot/commands/terminal.py)."""
-    from bot.commands.terminal import printable
+    file names, so no control character reaches the terminal (bot/printable.py)."""
+    from bot.printable import printable
 
     for line in output.stdout:
         typer.echo(printable(line, multiline=True))

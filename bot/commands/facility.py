@@ -58,7 +58,8 @@ def ingest_facilities_cmd(
     except DeclarationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    request = JobRequest(op="ingest-facilities", registry=NAME, paths=[str(file.resolve())], collection=collection)
+    request = JobRequest(op="registry-ingest", registry=NAME, paths=[str(file.resolve())], collection=collection,
+                         declaration=str(Path(decl.path).resolve()) if decl.path else None)
     ingest(decl, file, collection, request)
 
 
@@ -77,19 +78,6 @@ def facility_cmd(
                    "(the demo's: examples/texas-childcare/facilities.csv)", err=True)
         raise typer.Exit(1) from None
     search(NAME, " ".join(text or []), as_json=as_json)
-
-
-async def run_job(runtime, request):
-    """An `ingest-facilities` job handed over by the CLI: the same registry, on the server."""
-    from agent.registry.declaration import DeclarationError
-    from bot.admin.protocol import JobOutput
-    from bot.commands.registry import run_job as run_registry_job
-
-    try:
-        declaration = facility_declaration(runtime.settings)
-    except DeclarationError as exc:
-        return JobOutput(stderr=[f"error: {exc}"], code=2)
-    return await run_registry_job(runtime, request, declaration=declaration)
 
 
 def register(app: typer.Typer) -> None:

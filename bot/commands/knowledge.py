@@ -10,7 +10,8 @@ import typer
 from agent.runtime import Runtime
 from agent.store import StoreInUse
 from bot.commands import emit, hand_over, run_with_runtime, store_in_use
-from bot.commands.terminal import json_safe, printable
+from bot.admin.jobs import ingest_output
+from bot.printable import json_safe, printable
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -145,32 +146,6 @@ def _hand_over_ingest(paths, collection, prune, as_json, progress, exc):
     finally:
         if progress.bars.live.is_started:
             progress.bars.stop()
-
-
-def ingest_output(report, as_json: bool):
-    """What `askdesk ingest` prints for `report`, locally or handed over to a running bot."""
-    from bot.admin.protocol import JobOutput
-
-    out = JobOutput()
-    if as_json:
-        out.stdout.append(json_safe(json.dumps(report.to_json(), indent=2, ensure_ascii=False)))
-    else:
-        out.stderr += [f"skipped {printable(source)}: {printable(reason)}" for source, reason in report.skipped]
-        out.stdout += [f"pruned {printable(source)}" for source in report.pruned]
-        out.stdout.append(printable(report.summary()))
-    out.code = 1 if report.files == 0 else 0
-    return out
-
-
-def ingest_error(exc: Exception):
-    """The one line for an ingest that failed on a running bot."""
-    from agent.knowledge.embedders import EmbedderError
-    from agent.knowledge.search import KnowledgeBaseUnavailable
-    from bot.admin.protocol import JobOutput
-
-    if isinstance(exc, (KnowledgeBaseUnavailable, EmbedderError)):
-        return JobOutput(stderr=[f"error: {printable(exc)}"], code=1)
-    return JobOutput(stderr=[f"error: ingestion failed: {type(exc).__name__}: {printable(exc)}"], code=1)
 
 
 def search_cmd(

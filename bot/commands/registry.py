@@ -15,34 +15,27 @@ import typer
 
 from agent.config import Settings, load_settings
 from agent.store import StoreInUse
+from bot.admin.jobs import ingest_registry, registry_output
 from bot.commands import emit, hand_over, run_with_runtime
 
 if TYPE_CHECKING:
     from agent.registry.declaration import Declaration
-    from agent.runtime import Runtime
-    from bot.admin.protocol import JobOutput, JobRequest
+    from bot.admin.protocol import JobRequest
+
+
+def find_declaration(settings: Settings, name: str) -> "Declaration":
+    """The deployment's registry `name` (the registry engine is imported only when a command needs it)."""
+    from agent.registry.loader import find_declaration as find
+
+    return find(settings, name)
 
 registry_app = typer.Typer(name="registry", no_args_is_help=True, add_completion=False,
-                           help="Registries declared in YAML (facilities, offices…): list, load from CSV, search.")
+                           help="Registries declared in YAML (offices, equipment, contacts…): list, load from CSV, search.")
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
-
-
-def find_declaration(settings: Settings, name: str) -> "Declaration":
-    """The deployment's registry `name` (DeclarationError when none or a broken one)."""
-    from agent.registry.declaration import DeclarationError
-    from agent.registry.loader import load_declarations
-
-    declarations = load_declarations(settings)
-    for decl in declarations:
-        if decl.name == name:
-            return decl
-    known = ", ".join(d.name for d in declarations) or "none"
-    raise DeclarationError(f"no registry named '{name}' is declared (declared: {known}); give its declaration with "
-                           f"--declaration FILE.yaml, or list it in ASKDESK_REGISTRIES")
 
 
 def install_declaration(settings: Settings, name: str, source: Path) -> "Declaration":
@@ -70,41 +63,6 @@ def install_declaration(settings: Settings, name: str, source: Path) -> "Declara
         raise
 
 
-def ingest_output(report) -> "JobOutput":
-    """What an ingest prints, locally or handed over to a running bot."""
-    from bot.admin.protocol import JobOutput
-
-    return JobOutput(stdout=[report.summary()], code=1 if report.loaded == 0 else 0)
-
-
-async def ingest_registry(runtime: "Runtime", decl: "Declaration", path: Path, collection: str | None = None):
-    from agent.registry.registry import Registry
-
-    return await Registry(decl, runtime, collection=collection).ingest(Path(path))
-
-
-async def run_job(runtime: "Runtime", request: "JobRequest", declaration: "Declaration | None" = None) -> "JobOutput":
-    """A `registry-ingest` job handed over by the CLI, run on the server's runtime (the
-    declaration the CLI used, by path; else the server's own registry of that name)."""
-    from agent.registry.declaration import DeclarationError, load_declaration
-    from agent.registry.records import RegistryFormatError
-    from bot.admin.protocol import JobOutput
-
-    try:
-        if declaration is not None:
-            decl = declaration
-        elif request.declaration:
-            decl = load_declaration(request.declaration)
-        else:
-            decl = find_declaration(runtime.settings, request.registry or "")
-        report = await ingest_registry(runtime, decl, Path(request.paths[0]), request.collection)
-    except (DeclarationError, RegistryFormatError) as exc:
-        return JobOutput(stderr=[f"error: {exc}"], code=2)
-    except Exception as exc:
-        return JobOutput(stderr=[f"error: {type(exc).__name__}: {exc}"], code=1)
-    return ingest_output(report)
-
-
 def ingest(decl: "Declaration", file: Path, collection: str | None, request: "JobRequest") -> None:
     """Ingest locally, or hand `request` to the running bot that holds the store."""
     from agent.registry.records import RegistryFormatError
@@ -118,7 +76,7 @@ def ingest(decl: "Declaration", file: Path, collection: str | None, request: "Jo
     except StoreInUse as exc:  # `askdesk serve` holds the store: it runs the job
         emit(hand_over(request, exc))
         return
-    emit(ingest_output(report))
+    emit(registry_output(report))
 
 
 def search(name: str, text: str, *, as_json: bool) -> None:

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
 
@@ -220,6 +221,10 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             running.append(stopper)
         if teams_auth is not None:
             from bot.teams.run import TeamsStartError, endpoint, start_teams
+            from bot.teams.server import SWITCH_INTERVAL
+
+            # this process serves: the Teams listener thread gets the GIL back sooner (server.py)
+            sys.setswitchinterval(min(SWITCH_INTERVAL, sys.getswitchinterval()))
 
             try:
                 teams = await start_teams(settings, askdesk, runner, host=host, auth=teams_auth)

@@ -26,9 +26,15 @@ MAX_PROMPTS = 4
 RECHECK_S = 24 * 3600  # ask Slack whether a DM is empty at most once a day per person
 
 
-def suggestions(settings: Settings) -> list[dict[str, str]]:
+async def suggestions(settings: Settings, askdesk: Any) -> list[dict[str, str]]:
+    """The setting's prompts, else the deployment's (agent/turn/service.py: suggested_prompts)."""
+    try:
+        prompts = await askdesk.suggested_prompts(settings.slack_suggested_prompts)
+    except Exception as exc:  # the knowledge base is down: no suggestions, never a failure
+        log.info("slack: suggested prompts unavailable (%s)", type(exc).__name__)
+        prompts = []
     return [{"title": p if len(p) <= PROMPT_TITLE_CHARS else p[:PROMPT_TITLE_CHARS - 1] + "…", "message": p}
-            for p in settings.slack_suggested_prompts[:MAX_PROMPTS]]
+            for p in prompts[:MAX_PROMPTS]]
 
 
 def register(app: AsyncApp) -> None:
@@ -39,7 +45,7 @@ def register(app: AsyncApp) -> None:
                                   set_suggested_prompts: Any) -> None:
         if event.get("tab") != "messages":
             return
-        prompts = suggestions(settings)
+        prompts = await suggestions(settings, askdesk)
         if prompts and set_suggested_prompts is not None:
             try:
                 await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))
@@ -60,7 +66,7 @@ def register(app: AsyncApp) -> None:
     @app.event("assistant_thread_started")
     async def legacy_thread_started(settings: Settings, askdesk: Any, set_suggested_prompts: Any) -> None:
         """An app still installed with the legacy `assistant_view` manifest (prompts per thread)."""
-        prompts = suggestions(settings)
+        prompts = await suggestions(settings, askdesk)
         if prompts and set_suggested_prompts is not None:
             try:
                 await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))

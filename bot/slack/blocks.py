@@ -214,7 +214,7 @@ def note_blocks(text: str) -> list[Block]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": plain(text)}}]
 
 
-# --- registry commands (/facility, /office…) ----------------------------------------------
+# --- registry commands (/NAME text) ----------------------------------------------------------
 
 MAX_RECORDS = 10
 ICONS = {"phone": ":telephone_receiver:"}  # RecordView detail hints, as Slack draws them

@@ -1,4 +1,4 @@
-"""Registry commands (`/facility`, `/office`…): one slash command per command the deployment
+"""Registry commands (`/NAME text`): one slash command per command the deployment
 declares, searched without a model unless a router model is configured.
 
 Acked at once with a short "Searching…" (Slack's 3-second rule), then the command runs through
@@ -6,7 +6,7 @@ the turn runner and the service (with a router model, words the parser could not
 extraction call) and the result replaces it through `respond` (the response_url): a compact
 list, visible only to the caller, with a "Share in channel" button. Empty text or "help" gets
 the usage straight in the ack. Each command needs its slash command in the Slack app manifest
-(manifest.yml declares the demo's `/facility`).
+(manifest.yml declares the demo's).
 """
 
 from __future__ import annotations

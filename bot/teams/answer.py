@@ -10,10 +10,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
-from microsoft_teams.apps import HttpStream
 
 from bot.teams.incoming import Incoming
 from bot.teams.render import answer_activity
+from bot.teams.stream_refusals import QuietStream
 from bot.teams.reply import PostReply, Reply, StreamReply
 from bot.turn import Delivery
 from bot.turn import Incoming as TurnIncoming
@@ -27,7 +27,7 @@ log = logging.getLogger("askdesk.teams")
 def make_reply(bot: "TeamsBot", ctx, incoming: Incoming) -> Reply:
     """Stream in personal chats (unless refused before or switched off); post elsewhere."""
     if incoming.personal and bot.settings.teams_streaming and incoming.conversation_id not in bot.no_streaming:
-        return StreamReply(HttpStream(ctx.api, ctx.conversation_ref), ctx.send,
+        return StreamReply(QuietStream(ctx.api, ctx.conversation_ref), ctx.send,
                            on_refused=lambda: bot.no_streaming.add(incoming.conversation_id))
     return PostReply(ctx.send)
 

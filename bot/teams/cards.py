@@ -1,4 +1,4 @@
-"""Adaptive Cards for registry results: the list a command (`facility <query>`) returns in a
+"""Adaptive Cards for registry results: the list a command (`NAME <query>`) returns in a
 chat, and the one-record cards (with a compact preview) the message extension offers to insert.
 Every registry renders through its `RecordView`s (agent/capabilities/base.py): title, details
 line, extra card lines.

@@ -1,4 +1,4 @@
-"""Registry commands typed to the bot (`facility infant care near 78702`, `office parking in
+"""Registry commands typed to the bot (`NAME what and where`, e.g. `office parking in
 Austin`) and the compose box's search (the message extension): the same parser and search as
 Slack's slash commands, through the turn runner and the service."""
 
@@ -21,7 +21,7 @@ log = logging.getLogger("askdesk.teams")
 
 
 def command_of(bot: "TeamsBot", text: str) -> tuple[Command, str] | None:
-    """(command, its query) when `text` is "NAME …", "/NAME …" or "RECORDS: …" ("facilities: pre-k in
+    """(command, its query) when `text` is "NAME …", "/NAME …" or "RECORDS: …" ("offices: parking in
     Austin") for a declared command."""
     for command in bot.askdesk.commands():
         names = "|".join(re.escape(n) for n in {command.name, command.records})

@@ -22,8 +22,10 @@ not delay the next activity's acknowledgement. Activities cross to the main loop
 The two threads share the GIL, and CPython hands it from a busy thread to a waiting one only
 every `sys.getswitchinterval()` (5 ms by default): while the main loop parses and answers a
 burst of activities, every step of the listener (accept, read, respond) could wait that long.
-The listener lowers the interval to SWITCH_INTERVAL while it runs (measured, 50 activities at
-once × 6 rounds: acknowledgement p99 68-117 ms -> 34-37 ms, answers delivered no later).
+`askdesk serve`, which owns its process, lowers the interval to SWITCH_INTERVAL when it serves
+Teams (bot/commands/serve.py; measured, 50 activities at once × 6 rounds: acknowledgement p99
+68-117 ms -> 34-37 ms, answers delivered no later); the listener itself changes nothing
+process-wide.
 """
 
 from __future__ import annotations
@@ -32,13 +34,11 @@ import asyncio
 import json
 import logging
 import socket
-import sys
 import threading
 from typing import Any, Callable, Coroutine
 
 from aiohttp import web
 
-from bot.teams.stream_refusals import quiet_stream_refusals
 
 log = logging.getLogger("askdesk.teams")
 
@@ -152,8 +152,6 @@ class TeamsListener:
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._switch_interval: float | None = None  # the interpreter's, restored on stop
-        self._restore_handler: Callable[[], None] | None = None
 
     @property
     def port(self) -> int:
@@ -165,11 +163,6 @@ class TeamsListener:
 
     async def start(self) -> None:
         self._adapter.main_loop = asyncio.get_running_loop()
-        if self._restore_handler is None:  # turns (and their streams) run on the main loop
-            self._restore_handler = quiet_stream_refusals(self._adapter.main_loop)
-        if self._switch_interval is None:
-            self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(SWITCH_INTERVAL, self._switch_interval))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="askdesk-teams-listener", daemon=True)
         self._thread.start()
@@ -193,10 +186,4 @@ class TeamsListener:
             await asyncio.to_thread(self._thread.join, 10)
             self._loop.close()
             self._loop = self._thread = None
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
-        if self._restore_handler is not None:
-            self._restore_handler()
-            self._restore_handler = None
         self.sock.close()

@@ -20,17 +20,25 @@ MAX_SUGGESTIONS = 3
 TITLE_CHARS = 50
 
 
-def welcome_message(bot, scope: str, user_id: str | None) -> MessageActivityInput:
+def welcome_message(bot, scope: str, user_id: str | None, prompts: list[str]) -> MessageActivityInput:
     capabilities = bot.askdesk.identity.get(None).capabilities  # settings, domain file or the KB's titles
     message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=capabilities,
                                                  commands=bot.askdesk.commands(), scope=scope))
     personal = scope == "personal"
-    prompts = bot.settings.teams_suggested_prompts[:MAX_SUGGESTIONS]
+    prompts = prompts[:MAX_SUGGESTIONS]
     if personal and prompts:
         actions = [CardAction(type=CardActionType.IM_BACK, value=p,
                               title=p if len(p) <= TITLE_CHARS else p[: TITLE_CHARS - 1] + "…") for p in prompts]
         message.with_suggested_actions(SuggestedActions(to=[user_id] if user_id else [], actions=actions))
     return message
+
+
+async def teams_prompts(bot) -> list[str]:
+    """The setting's prompts, else the deployment's, with registry examples typed as commands."""
+    if bot.settings.teams_suggested_prompts:
+        return list(bot.settings.teams_suggested_prompts)
+    identity = bot.askdesk.identity.get(None)
+    return [*identity.prompts, *(f"{c.name} {c.example}" for c in bot.askdesk.commands() if c.example)]
 
 
 async def send_welcome(bot, ctx) -> None:
@@ -41,7 +49,8 @@ async def send_welcome(bot, ctx) -> None:
     scope = "channel" if kind == "channel" else "groupChat" if kind == "groupChat" or conversation.is_group else "personal"
     try:
         await bot.askdesk.identity.load(None)
-        await ctx.send(welcome_message(bot, scope, ctx.activity.from_.id if scope == "personal" else None))
+        prompts = await teams_prompts(bot)
+        await ctx.send(welcome_message(bot, scope, ctx.activity.from_.id if scope == "personal" else None, prompts))
     except Exception as exc:
         log.warning("teams: welcome not sent (%s)", type(exc).__name__)
 

@@ -1,6 +1,7 @@
-"""The turn's knowledge searches, each run once.
+"""A turn's knowledge searches, each run once (the turn creates one `Retrieval` per question).
 
-Classification reads how close a message comes to the knowledge base from what this finds
+It lives with the knowledge capability so that classification (agent/understanding) and the
+turn's stages both call down into it; nothing calls back up into the turn. Classification reads how close a message comes to the knowledge base from what this finds
 (the message alone, or fused with its thread), and the answer reuses the same result as the
 agent's prefetched context, so a question never searches the same thing twice.
 """
