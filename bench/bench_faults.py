@@ -90,6 +90,8 @@ async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
     from agent.state.memory import MemoryConversationStore
     from agent.runtime import Runtime
     from agent.turn.service import Askdesk, AskRequest
+    from agent.turn.stages import STAGES
+    from bench.variants import ROUTER_FIRST
 
     fake = _fake_server_module()
     runtime = Runtime.open(Settings(data_dir=data_dir))
@@ -115,7 +117,7 @@ async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
                 server.script(provider, *[fake.fault(s) if isinstance(s, str) else s for s in steps])
         settings = Settings(data_dir=data_dir / "svc" / str(len(runs)), **fields)
         service = Askdesk(settings, runtime, store=MemoryConversationStore(),
-                          router_model_first="_router_first" in script)
+                          stages=ROUTER_FIRST if "_router_first" in script else STAGES)
         runs.append((name, service))
 
     async def one(name: str, service: Any) -> dict[str, Any]:

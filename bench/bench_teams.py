@@ -306,12 +306,12 @@ async def main() -> None:
         llm.script_default("openai", {"step": {"kind": "final_answer", "answer": "Families of 4 qualify [1].",
                                                "confidence": 0.9, "references": [{"source": KB_DOC.name}]}})
         t0 = time.perf_counter()
-        from agent.facilities.ingest import ingest_facilities
+        from bench.demo_data import load_demo_registry
         from agent.knowledge.ingest import ingest
 
         runtime = Runtime.open(Settings(data_dir=data))
         await ingest(runtime, [KB_DOC])
-        await ingest_facilities(runtime, FACILITIES)
+        await load_demo_registry(runtime, FACILITIES)
         await runtime.close()
         print(f"set-up (ingest): {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Command, CommandResult, EvalSection, Found, SearchOnly
 from agent.tools.base import Tool, ToolResult
-from agent.tools.formatted_context import MAX_TOP_K, get_formatted_context, make_tool
+from agent.tools import formatted_context
+from agent.tools.formatted_context import MAX_TOP_K, make_tool
 
 if TYPE_CHECKING:
     from agent.knowledge.search import Passage
@@ -83,7 +84,7 @@ class KnowledgeCapability:
         """The tool's search for `query` (fused with `also`: a message in its thread's context);
         raises KnowledgeBaseUnavailable when the store is down."""
         arguments = self.arguments(query)
-        result = await get_formatted_context(self.runtime, query, arguments["top_k"], collection=self.collection,
+        result = await formatted_context.get_formatted_context(self.runtime, query, arguments["top_k"], collection=self.collection,
                                              also=list(also))
         return Found(self.name, TOOL, arguments, result, query)
 
