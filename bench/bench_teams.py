@@ -213,7 +213,9 @@ async def in_process_overhead(connector: FakeTeamsConnector, questions: list[str
     from agent.turn.service import Askdesk
     from bot.teams.app import build_teams_bot
     from bot.teams.credentials import TeamsAuth
-    from bot.teams.server import TeamsListener, bind
+    from bot.teams.server import SWITCH_INTERVAL, TeamsListener, bind
+
+    sys.setswitchinterval(min(SWITCH_INTERVAL, sys.getswitchinterval()))  # as `askdesk serve` does
 
     settings = Settings()
     service = Askdesk.create(settings)
