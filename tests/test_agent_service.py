@@ -135,7 +135,7 @@ async def test_followup_is_router_plus_agent_two_calls_with_the_rewritten_query_
 
 async def test_offtopic_is_refused_without_any_model_request(kb, llm_server, tmp_path):
     service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
-    result = await service.answer(AskRequest(text="who won the Red River Showdown last year, Texas or OU?"))
+    result = await service.answer(AskRequest(text="write me a haiku about my cat"))
     assert result.route == "offtopic" and result.llm_calls == 0
     # no domain file: the refusal names what the knowledge base's own titles say it covers
     assert "Sorry" in result.answer and "organisation's documents (" in result.answer and "Share of Cost" in result.answer
@@ -286,9 +286,10 @@ async def test_eval_offtopic_and_conversations_sections(kb):
     async with service_on(kb) as service:
         off = await offtopic.evaluate(dev["offtopic"], eval_run(service, {"retrieval": on_topic}))
         conv = await conversations.evaluate(dev["conversations"], service, top_k=5)
-    assert off["refusal_rate"] == 1.0 and off["false_refusal_rate"] == 0.0
-    assert off["n"] == 6 and off["failures"] == [] and off["router"] == "pre-filter"
-    assert "100%" in offtopic.render(off)
+    # without a model, what is not clearly off-topic is answered: never a real question refused
+    assert off["false_refusal_rate"] == 0.0 and off["refusal_rate"] >= 0.5, off["failures"]
+    assert off["n"] == 6 and off["router"] == "pre-filter"
+    assert f"{off['refusal_rate']:.0%}" in offtopic.render(off)
 
     assert conv["n"] == 8 and set(conv) >= {"recall@5", "n", "failures"}
     # dc1 and dc3 live in the small KB: both turns found, the second through the rewrite
@@ -424,3 +425,39 @@ async def test_facility_route_without_unplaced_words_or_with_a_failing_model_kee
     clean = extraction_model({"accredited": True})
     await service_with_router(kb, tmp_path, clean).answer(AskRequest(text="baby care in Austin"))
     assert not any(is_extraction(c.response_model) for c in clean.calls)
+
+
+# ------------------------------------------- the off-topic gate's doubtful cases: the router model decides
+
+DOUBTFUL = "how much should I budget for groceries for a family of 3?"
+
+
+@pytest.mark.parametrize("verdict", ["offtopic", "knowledge"])
+async def test_a_doubtful_message_goes_to_the_router_model_shown_what_the_documents_cover(verdict, kb, llm_server,
+                                                                                          tmp_path):
+    """Close to the documents, but not closer than the examples to decline: neither refused nor
+    answered by rule. One router call, through the real SDK, whose prompt names the titles of
+    the passages nearest the message; the model's word stands either way."""
+    llm_server.script("groq", {"route": verdict, "search_query": DOUBTFUL})
+    if verdict == "knowledge":
+        llm_server.script("openai", final_step("The documents do not cover grocery budgets.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+    result = await service.answer(AskRequest(text=DOUBTFUL))
+
+    assert result.route == verdict
+    assert result.llm_calls == (1 if verdict == "offtopic" else 2)
+    [router_request] = llm_server.requests_for("groq")
+    assert "documents closest to this message" in router_request.text
+    assert "PSOC" in router_request.text or "Prospective Payment" in router_request.text  # the nearest titles
+    if verdict == "offtopic":
+        assert "groceries" not in result.answer and llm_server.requests_for("openai") == []
+
+
+async def test_a_clear_message_adds_no_router_call(kb, llm_server, tmp_path):
+    """On topic beyond doubt (or refused beyond doubt), the router model is never asked."""
+    llm_server.script("openai", final_step("$34 per week.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+    assert (await service.answer(AskRequest(text=FIRST_Q))).llm_calls == 1
+    refused = await service.answer(AskRequest(text="write me a haiku about my cat"))
+    assert refused.route == "offtopic" and refused.llm_calls == 0
+    assert llm_server.requests_for("groq") == []

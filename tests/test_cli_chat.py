@@ -35,7 +35,7 @@ FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making
 FOLLOW_UP = "and a family of 4 at $5,161/mo?"
 FIRST_ANSWER = "A family of 3 at $2,890/mo pays **$34 per week**."
 REWRITTEN = "BCY2025 PSOC weekly amount for a family of 4 with monthly income $5,161"
-OFFTOPIC = "any good deals on a standing desk under $300?"
+OFFTOPIC = "write me a haiku about my cat"
 PROMPT = "you>"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 

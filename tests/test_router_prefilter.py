@@ -18,7 +18,7 @@ from agent.turn.state import CountedModel, Ledger
 from agent.understanding.classify import Classifier
 from agent.understanding.gate import TopicVerdict
 from agent.understanding.identity import Identity
-from agent.understanding.wording import classify_rules, classify_similarity, heuristic_rewrite, is_followup
+from agent.understanding.wording import classify_rules, heuristic_rewrite, is_followup
 from tests.conftest import DEV_EVAL, REPO
 from tests.knowledge_fixtures import demo_registry_capability
 from tests.fakes.steps import route as route_step
@@ -81,18 +81,6 @@ def test_facility_searches_are_recognised_with_or_without_accents(text):
     assert classify_rules(text, [], TEXAS).route == "facility"
 
 
-def test_similarity_floor_topic_verdict_and_protection():
-    off = TopicVerdict(True, "topic score -0.05")
-    on = TopicVerdict(False, "topic score +0.05")
-    kw = {"refuse_below": 0.8, "accept_above": 0.88}
-    assert classify_similarity(0.84, off, protected=False, **kw).route == "offtopic"
-    assert classify_similarity(0.77, on, protected=False, **kw).route == "offtopic"  # far from everything
-    assert classify_similarity(0.77, on, protected=True, **kw).route == "knowledge"  # "PEIMS #s?"
-    assert classify_similarity(0.84, on, protected=False, **kw).route is None  # grey zone: ask a model
-    assert classify_similarity(0.90, on, protected=False, **kw).route == "knowledge"
-    assert classify_similarity(None, off, protected=False, **kw).route is None  # store down: never refuse
-
-
 @pytest.mark.parametrize("text,history_q,detail", [
     ("What if their income goes up?", "income limit for a family of 4?", "their income goes up?"),
     ("And another child?", "PSoC for a family of 3 at 45% SMI?", "another child?"),
@@ -152,18 +140,20 @@ def prompts_of(model: ScriptedModel) -> list[str]:
 
 
 class ScriptedJudge:
-    """Stands in for agent.understanding.gate.TopicCheck (which needs an embedder and a knowledge base)."""
+    """Stands in for agent.understanding.gate.TopicCheck (which needs an embedder and a
+    calibrated knowledge base): `off` messages are refused, `doubt` ones doubtful, the rest on topic."""
 
-    def __init__(self, offtopic: set[str] = frozenset(), protected: set[str] = frozenset()):
-        self.offtopic, self._protected, self.judged, self.refers = offtopic, protected, [], []
+    def __init__(self, off: set[str] = frozenset(), doubt: set[str] = frozenset()):
+        self.off, self.doubt, self.judged, self.refers = off, doubt, [], []
 
-    async def protected(self, text):
-        return "term" if text in self._protected else None
+    async def calibrated(self):
+        return None
 
-    async def judge(self, text, kb_best, in_thread=False, refers_back=False):
+    async def judge(self, text, kb, in_thread=False, refers_back=False):
         self.judged.append((text, in_thread))
         self.refers.append(refers_back)
-        return TopicVerdict(text in self.offtopic, "scripted")
+        zone = "off" if text in self.off else "doubt" if text in self.doubt else "on"
+        return TopicVerdict(zone, "scripted")
 
 
 IDENTITY = Identity(domain="Texas child care", capabilities="child care")
@@ -175,8 +165,8 @@ class Routing:
     def __init__(self, search, model=None, judge=None):
         capabilities = Capabilities([KnowledgeCapability(None), *TEXAS])
         self.classifier = Classifier(default_prompts(), capabilities,
-                                     judge or ScriptedJudge({"who won the Red River Showdown last year?"}),
-                                     refuse_below=0.80, accept_above=0.88)
+                                     judge or ScriptedJudge({"who won the Red River Showdown last year?"},
+                                                            {"what should I eat tonight?", "what's the chart say"}))
         self.search, self.ledger = search, Ledger()
         self.model = CountedModel(model, self.ledger) if model is not None else None
 
@@ -202,15 +192,26 @@ async def test_clear_cases_never_call_the_router_model():
     assert search.queries == ["who won the Red River Showdown last year?", "BCY26 PSoC chart for a family of 3?"]
 
 
-async def test_grey_zone_goes_to_the_router_model_which_can_refuse():
-    r = router(StubSearch(0.84), ScriptedModel(route_step("offtopic")))
+async def test_a_doubtful_message_goes_to_the_router_model_which_can_refuse():
+    model = ScriptedModel(route_step("offtopic"))
+    r = router(StubSearch(0.84), model)
     decided = await r.route("what should I eat tonight?", [])
     assert decided.name == "offtopic" and decided.decided_by == "model" and len(r.ledger) == 1
+    # the model is shown what the documents nearest the message are about
+    assert "kb.md" in prompts_of(model)[0]
 
 
-async def test_grey_zone_without_a_model_is_answered_not_refused():
+async def test_a_doubtful_message_without_a_model_is_answered_and_marked_borderline():
     decided = await router(StubSearch(0.84)).route("what should I eat tonight?", [])
-    assert decided.name == "knowledge" and decided.decided_by == "heuristic"
+    assert decided.name == "knowledge" and decided.decided_by == "heuristic" and decided.borderline
+
+
+async def test_a_clear_message_never_calls_the_router_model_either_way():
+    model = ScriptedModel()  # any call would fail
+    r = router(StubSearch(0.84), model)
+    assert (await r.route("who won the Red River Showdown last year?", [])).name == "offtopic"
+    assert (await r.route("BCY26 PSoC chart for a family of 3?", [])).name == "knowledge"
+    assert len(r.ledger) == 0
 
 
 async def test_the_router_model_can_only_name_a_route_that_exists():

@@ -289,6 +289,22 @@ async def test_without_configured_prompts_they_come_from_the_knowledge_base_and_
     assert not any("family of 3" in p for p in prompts)
 
 
+async def test_the_domain_files_prompts_are_offered_when_no_setting_names_any(make_bot, fake_slack, tmp_path):
+    """A deployment's own questions (its domain file) reach the messages tab; no code default."""
+    domain = tmp_path / "domain.yaml"
+    domain.write_text("suggested_prompts:\n  - How many vacation days do I get?\n"
+                      "  - ¿Cómo pido un reembolso?\n", encoding="utf-8")
+    slack = await make_bot(domain_file=domain)
+    opened = {"type": "app_home_opened", "user": "U0001", "channel": "D0001", "tab": "messages",
+              "event_ts": "1700000820.000100"}
+    assert await slack.send_event(opened) == 200
+    await slack.bot.drain()
+    [call] = fake_slack.calls_to("assistant.threads.setSuggestedPrompts")
+    prompts = [p["message"] for p in call.args["prompts"]]
+    assert prompts[:2] == ["How many vacation days do I get?", "¿Cómo pido un reembolso?"]
+    assert prompts[2:] == ["infant care near 78702"]  # then the registry command's example
+
+
 async def test_legacy_assistant_thread_still_gets_prompts(make_bot, fake_slack):
     slack = await make_bot(slack_suggested_prompts=["Who is eligible?"])
     event = {"type": "assistant_thread_started", "event_ts": "1700000850.000200",

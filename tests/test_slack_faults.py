@@ -125,7 +125,7 @@ async def test_slack_down_mid_answer_leaves_a_reference_and_no_traceback(make_bo
 
 
 async def test_message_text_never_reaches_the_logs(make_bot, fake_slack, llm, caplog):
-    llm.script(AGENT, final(f"Answer about {MARKER}.", KB_DOC))
+    llm.script_default(AGENT, final(f"Answer about {MARKER}.", KB_DOC))  # the mention and the DM
     slack = await make_bot()
     caplog.set_level(logging.DEBUG)
     await slack.mention(f"who is eligible {MARKER}?", ts="1700002400.000100")

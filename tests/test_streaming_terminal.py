@@ -11,7 +11,7 @@ from agent.config import Settings
 from agent.turn.service import Askdesk
 from bot.commands import chat
 from tests.fakes.screen import Screen
-from tests.test_cli_chat import DOC, data_dir, kb_data  # noqa: F401  (fixtures)
+from tests.test_cli_chat import DOC, FIRST_Q, data_dir, kb_data  # noqa: F401  (fixtures)
 
 ANSWER = " ".join(f"Point {i}: a family of {i + 2} qualifies below the listed monthly income." for i in range(6))
 
@@ -29,7 +29,7 @@ async def test_chat_draws_the_answer_before_the_model_finishes(llm_server, data_
     settings = Settings(data_dir=data_dir, agent_model="openai/gpt-4.1-mini", router_model="openai/gpt-4.1-mini")
     service = Askdesk.create(settings)
     try:
-        await chat._chat_loop(settings, "t-stream", ["what is the income limit for a family of 3?"], service=service)
+        await chat._chat_loop(settings, "t-stream", [FIRST_Q], service=service)
     finally:
         await service.close()
 
@@ -43,7 +43,7 @@ async def test_chat_draws_the_answer_before_the_model_finishes(llm_server, data_
 async def test_ask_json_returns_the_whole_result(llm_server, data_dir, capsys):
     llm_server.script("openai", final_step(ANSWER))
     settings = Settings(data_dir=data_dir, agent_model="openai/gpt-4.1-mini", router_model="openai/gpt-4.1-mini")
-    assert await chat._ask_once(settings, "what is the income limit for a family of 3?", "t-json", True) == 0
+    assert await chat._ask_once(settings, FIRST_Q, "t-json", True) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["answer"] == ANSWER and result["llm_calls"] == 1
     assert llm_server.requests[0].body.get("stream") is not True  # nothing to stream to: one whole response

@@ -130,6 +130,11 @@ class Capability(Protocol):
         """The wording alone makes `text` a search of this capability (the pre-filter's rule;
         the understanding layer vetoes messages that ask about amounts or rules)."""
 
+    async def unplaced(self, text: str) -> str:
+        """The words of a message this capability claimed that its own reading could not place
+        (a registry: what its parser left over); the understanding layer asks whether the
+        documents know them, to tell a question about rules from a search."""
+
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found | None:
         """The search run for a message routed here before the first model call (None: none).
         `model` (the router model, its calls counted by the turn) may read what rules cannot."""

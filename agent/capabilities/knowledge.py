@@ -38,6 +38,13 @@ def best_score(found: Found | None) -> float | None:
     return max(scores) if scores else None
 
 
+def best_centered(found: Found | None) -> float | None:
+    """The best centered similarity of what was found (the off-topic gate's evidence;
+    agent/knowledge/calibration.py), None before the collection is calibrated."""
+    scores = [p.centered_score for p in passages(found) if p.centered_score is not None]
+    return max(scores) if scores else None
+
+
 def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
@@ -76,6 +83,9 @@ class KnowledgeCapability:
 
     def claims(self, text: str) -> bool:
         return False
+
+    async def unplaced(self, text: str) -> str:
+        return text
 
     def arguments(self, query: str) -> dict[str, Any]:
         return {"query": query, "top_k": min(self.runtime.settings.top_k, MAX_TOP_K)}

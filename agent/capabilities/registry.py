@@ -44,6 +44,13 @@ class RegistryCapability:
     def claims(self, text: str) -> bool:
         return self.registry.claims(text)
 
+    async def unplaced(self, text: str) -> str:
+        try:
+            return (await self.registry.parse(text)).leftover
+        except Exception as exc:  # the store is down: nothing is known to be unplaced
+            log.warning("%s parse failed: %s", self.name, type(exc).__name__)
+            return ""
+
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
         """The command parser's reading of `query` (its unplaced words read by `model`, one call,
         when given), then the tool; the raw query as the name when it cannot parse."""

@@ -67,7 +67,34 @@ async def run_eval(path: Path, service, *, top_k: int = 5) -> dict[str, Any]:
             results[name] = {"skipped": "no capability of this deployment scores this section"}
             continue
         results[name] = await section.evaluate(items or [], run)
+    results["calibration"] = await calibration_report(service)
     return results
+
+
+async def calibration_report(service) -> dict[str, Any]:
+    """The off-topic gate's calibration of the collection the scores came from (what "on
+    topic" looked like for it), so a score is read with the state it was measured in."""
+    from agent.knowledge import calibration
+
+    runtime = service.runtime
+    collection = runtime.settings.collection
+    try:
+        stored, version = await calibration.stored(runtime, collection)
+        if stored is None or stored.content_version != version:
+            stored = await calibration.refresh(runtime, collection)
+    except Exception as exc:  # an empty or unreachable collection: the scores say so already
+        return {"unavailable": f"{type(exc).__name__}: {exc}"}
+    return {"collection": collection, **stored.summary()}
+
+
+def render_calibration(result: dict[str, Any]) -> str:
+    if "unavailable" in result:
+        return f"unavailable ({result['unavailable']})"
+    margin = result.get("examples_margin") or {}
+    return (f"collection {result['collection']!r}: {result['chunks']} passages measured against the off-topic "
+            f"examples ({result['examples_set_aside']} set aside as too close to these documents); examples' "
+            f"margin p10 {margin.get('p10', float('nan')):+.3f}, p25 {margin.get('p25', float('nan')):+.3f}, "
+            f"p50 {margin.get('p50', float('nan')):+.3f}")
 
 
 def render(service, results: dict[str, Any]) -> dict[str, str]:
@@ -75,7 +102,9 @@ def render(service, results: dict[str, Any]) -> dict[str, str]:
     known = sections(service)
     out = {}
     for name, result in results.items():
-        if "skipped" in result or name not in known:
+        if name == "calibration" and name not in known:
+            out[name] = render_calibration(result)
+        elif "skipped" in result or name not in known:
             out[name] = f"skipped ({result.get('skipped', 'not scored')})"
         else:
             out[name] = known[name].render(result)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from qdrant_client import models
 
+from agent.knowledge import calibration
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge import versions
 from agent.knowledge.embed_cache import embed_with_cache, open_cache, text_hash
@@ -68,6 +69,7 @@ class IngestReport:
     chunks_written: int = 0
     embedded: int = 0  # chunks actually sent to the embedder (cache misses)
     seconds: float = 0.0
+    calibration: dict[str, Any] | None = None  # the off-topic calibration, when it was recomputed
 
     def summary(self) -> str:
         parts = [
@@ -94,6 +96,7 @@ class IngestReport:
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "pruned": self.pruned,
             "seconds": round(self.seconds, 2),
+            "calibration": self.calibration,
         }
 
 
@@ -202,11 +205,13 @@ async def ingest(
     collection: str | None = None,
     prune: bool = False,
     progress: IngestProgress | None = None,
+    calibration_wanted: bool = True,
 ) -> IngestReport:
     """Bring `collection` in line with the files under `paths` (see the module docstring).
 
     With `prune`, chunks of files that are not under `paths` any more are deleted: pass every
-    path the collection is built from.
+    path the collection is built from. When the collection changed (or was never calibrated),
+    the off-topic calibration is recomputed (agent/knowledge/calibration.py).
     """
     started = time.perf_counter()
     settings = runtime.settings
@@ -297,5 +302,10 @@ async def ingest(
         from agent.knowledge.vocabulary import forget_vocabulary
 
         forget_vocabulary(runtime, name)  # the off-topic check re-reads the documents' words
+        await calibration.mark_changed(runtime, name)
+    stale, version = await calibration.stored(runtime, name)
+    if calibration_wanted and (stale is None or stale.content_version != version):
+        # what "on topic" looks like for this collection, recomputed with its content
+        report.calibration = (await calibration.refresh(runtime, name)).summary()
     report.seconds = time.perf_counter() - started
     return report

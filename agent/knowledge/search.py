@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from qdrant_client import models
 
 from agent.knowledge import versions
+from agent.knowledge import calibration
 from agent.knowledge.embedders import EmbedderError
 from agent.knowledge.sparse import bm25_query
 from agent.knowledge.store import (  # noqa: F401  (KnowledgeBaseUnavailable is part of this API)
@@ -65,6 +66,9 @@ class Passage(BaseModel):
     lang: str = ""
     url: str | None = None
     dense_score: float | None = None
+    # the same similarity measured from the collection's calibrated centers (agent/knowledge/
+    # calibration.py): the off-topic gate's evidence; None before the collection is calibrated
+    centered_score: float | None = None
 
 
 class SearchFilters(BaseModel):
@@ -183,7 +187,12 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
     if not points and not user_filter and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
-    return ranked([_passage(p, dense_vec) for p in points], top_k)
+    passages = [_passage(p, dense_vec) for p in points]
+    centers = metadata.get(calibration.KEY)
+    if dense_vec is not None and isinstance(centers, dict):
+        for passage, score in zip(passages, calibration.centered(dense_vec, points, centers)):
+            passage.centered_score = score
+    return ranked(passages, top_k)
 
 
 # Fused scores tie often (RRF scores are sums of a few 1/(k + rank) terms) and the engine orders

@@ -51,9 +51,7 @@ class TurnContext:
         for capability in capabilities:
             for tool in capability.tools():
                 tools.register(tool)
-        gate = TopicCheck(runtime, collection, domain, settings.router_offtopic_margin)
-        classifier = Classifier(prompts, capabilities, gate, refuse_below=settings.router_refuse_below,
-                                accept_above=settings.router_accept_above)
+        classifier = Classifier(prompts, capabilities, TopicCheck(runtime, collection, domain))
         return cls(settings=settings, prompts=prompts, models=models, store=store, identities=identities,
                    collection=collection, knowledge=knowledge, capabilities=capabilities, classifier=classifier,
                    tools=tools, tool_specs=tools.describe())

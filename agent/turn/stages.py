@@ -46,6 +46,7 @@ async def recall(turn: Turn, ctx: TurnContext) -> None:
     history = req.history if req.history is not None else (await ctx.store.load(req.surface, req.thread_id)).messages
     turn.history = trim_history([m for m in history if m.role in ("user", "assistant")], ctx.settings.history_chars)
     turn.identity = await ctx.identities.load(ctx.collection)
+    await ctx.classifier.prepare()  # the collection's calibration, before its first search
 
 
 async def read(turn: Turn, ctx: TurnContext) -> None:
@@ -139,7 +140,10 @@ def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResul
     capability = ctx.capabilities.get(turn.route.name)
     shown = capability.search_only(turn.found[0] if turn.found else None, ctx.prompts)
     data = {f.tool: [f.result.data] for f in turn.found if f.result.data is not None}
-    return result(turn, answer=shown.text, references=shown.references, search_only=True, notice=notice,
+    text = shown.text
+    if turn.route.borderline:  # answered though it may be outside the documents: say so
+        text = f"{ctx.prompts.render('borderline_note')}\n\n{text}"
+    return result(turn, answer=text, references=shown.references, search_only=True, notice=notice,
                   tool_calls=[f.tool for f in turn.found], data=data)
 
 

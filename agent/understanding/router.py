@@ -35,6 +35,7 @@ class Route:
     rewritten: bool = False
     clarification: str | None = None
     best_score: float | None = None  # the best similarity of the message to the knowledge base
+    borderline: bool = False  # answered without a model though it may be outside the documents
     also: list[tuple[str, float]] = field(default_factory=list)  # searches fused with `query`
 
     @property
@@ -46,7 +47,8 @@ class Route:
 def describe(route: Route) -> dict[str, Any]:
     """Trace/JSON view of a routing decision (no message text)."""
     return {"route": route.name, "decided_by": route.decided_by, "reason": route.reason,
-            "rewritten": route.rewritten, "best_score": route.best_score, "fused_searches": 1 + len(route.also)}
+            "rewritten": route.rewritten, "best_score": route.best_score, "fused_searches": 1 + len(route.also),
+            "borderline": route.borderline}
 
 
 @lru_cache(maxsize=16)
@@ -71,10 +73,13 @@ class RouteOption:
 
 
 async def ask_router(model: Model, prompts: PromptSet, *, text: str, history: list[ChatMessage], domain: str,
-                     capabilities: str, routes: tuple[RouteOption, ...], span: Span = NOOP) -> Route | None:
-    """The router model's route for `text`, or None when it failed (the rules route then)."""
+                     capabilities: str, routes: tuple[RouteOption, ...], span: Span = NOOP,
+                     titles: list[str] | None = None) -> Route | None:
+    """The router model's route for `text`, or None when it failed (the rules route then).
+    `titles`: what the documents nearest the message are about, so the model can tell a
+    terse on-topic question from small talk."""
     prompt = prompts.render(
-        "router", domain=domain, capabilities=capabilities,
+        "router", domain=domain, capabilities=capabilities, titles=list(titles or []),
         routes=[{"name": r.name, "description": r.description} for r in routes],
         history=[{"role": m.role, "content": m.content} for m in history if m.role in ("user", "assistant")],
         message=text,

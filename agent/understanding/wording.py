@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from agent.accents import fold
 from agent.registry.words import load_generic_words
 from agent.messages import ChatMessage
-from agent.understanding.gate import TopicVerdict
 
 if TYPE_CHECKING:
     from agent.capabilities.base import Capability
@@ -192,17 +191,3 @@ def classify_rules(text: str, history: list[ChatMessage], capabilities: Iterable
     if claimed is not None:
         return PrefilterVerdict(claimed.name, f"{claimed.name} words + place", followup)
     return PrefilterVerdict(None, "needs similarity", followup)
-
-
-def classify_similarity(best_score: float | None, topic: TopicVerdict | None, *, protected: bool,
-                        refuse_below: float, accept_above: float) -> PrefilterVerdict:
-    """Decide with the best dense similarity of the message to the knowledge base and the topic check."""
-    if best_score is None:  # empty knowledge base / store down: cannot judge, do not refuse
-        return PrefilterVerdict(None, "no similarity available")
-    if topic is not None and topic.offtopic:
-        return PrefilterVerdict("offtopic", topic.reason)
-    if best_score < refuse_below and not protected:
-        return PrefilterVerdict("offtopic", f"similarity {best_score:.3f} < {refuse_below}")
-    if best_score >= accept_above or protected:
-        return PrefilterVerdict("knowledge", f"similarity {best_score:.3f}" + (", domain terms" if protected else ""))
-    return PrefilterVerdict(None, f"similarity {best_score:.3f} in the grey zone")
