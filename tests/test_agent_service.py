@@ -461,3 +461,15 @@ async def test_a_clear_message_adds_no_router_call(kb, llm_server, tmp_path):
     refused = await service.answer(AskRequest(text="write me a haiku about my cat"))
     assert refused.route == "offtopic" and refused.llm_calls == 0
     assert llm_server.requests_for("groq") == []
+
+
+async def test_an_offtopic_request_with_a_place_phrase_is_refused_not_searched_in_the_registry(kb, tmp_path):
+    """"near the office" and a generic noun make the wording a registry search; the gate and
+    an empty registry search say otherwise. A real registry search is untouched."""
+    service = make_service(kb, tmp_path)
+    thread = [ChatMessage(role="user", content=FIRST_Q)]
+    for history in ([], thread):
+        route = await service.route("thx! unrelated but any good tacos near the office?", history)
+        assert route.name == "offtopic", route.reason
+    assert (await service.route("baby care in Austin")).name == "facility"
+    assert (await service.route("daycares near 78702 that take toddlers")).name == "facility"

@@ -140,24 +140,56 @@ class Classifier:
                                 domain=identity.domain, capabilities=identity.capabilities,
                                 routes=self.options(), span=span, titles=nearest_titles(found))
 
-    async def asked_of_documents(self, route: Route, text: str) -> bool:
-        """A registry claimed `text`, but what it asks is for the documents (see KNOWN_WORDS)."""
+    async def unplaced(self, route: Route, text: str) -> str:
+        """The words of `text` that the registry claiming it could not place ("" for others)."""
         capability = self.capabilities.get(route.name)
+        if capability is None or capability.kind != "registry":
+            return ""
+        return await capability.unplaced(text)
+
+    async def asked_of_documents(self, route: Route, text: str, unplaced: str | None = None) -> bool:
+        """A registry claimed `text`, but what it asks is for the documents (see KNOWN_WORDS)."""
         knowledge = self.capabilities.get("knowledge")
-        if capability is None or capability.kind != "registry" or knowledge is None:
+        unplaced = await self.unplaced(route, text) if unplaced is None else unplaced
+        if not unplaced or knowledge is None:
             return False
         try:
             vocab = await knowledge.vocabulary()
         except Exception as exc:  # the store is down: keep the claim
             log.warning("knowledge-base vocabulary unavailable: %s", type(exc).__name__)
             return False
-        return asks_the_documents(await capability.unplaced(text), vocab)
+        return asks_the_documents(unplaced, vocab)
+
+    async def declined_claim(self, route: Route, text: str, unplaced: str, find: FindFn) -> Route | None:
+        """A registry claimed `text` by its wording ("any good tacos near the office?": a place
+        phrase and a generic noun), yet words of it are neither the registry's nor the
+        documents': a request to decline when the gate says so on its own evidence and the
+        registry finds no record for it."""
+        if self.gate is None or not unplaced:
+            return None
+        alone = await find(text, ())
+        topic = await self.gate.judge(text, best_centered(alone))
+        if topic.zone != "off":
+            return None
+        capability = self.capabilities.get(route.name)
+        try:
+            searched = await capability.prefetch(text) if capability is not None else None
+        except Exception as exc:  # the registry cannot say: keep the claim
+            log.warning("%s search failed: %s", route.name, type(exc).__name__)
+            return None
+        if searched is None or searched.result.references:
+            return None  # the registry has records for it: a search after all
+        return Route("offtopic", text, "prefilter", f"{route.name} words, but {topic.reason}",
+                     best_score=best_score(alone))
 
     async def decide(self, reading: Reading, find: FindFn, *, model: "Model | None", identity: "Identity",
                      span: Span = NOOP) -> Route:
         if reading.route is not None:
-            if reading.route.name == "smalltalk" or not await self.asked_of_documents(reading.route, reading.text):
+            if reading.route.name == "smalltalk":
                 return reading.route
+            unplaced = await self.unplaced(reading.route, reading.text)
+            if not await self.asked_of_documents(reading.route, reading.text, unplaced):
+                return await self.declined_claim(reading.route, reading.text, unplaced, find) or reading.route
             # named a place, but asks about rules or rates: judged like any question for the documents
             reading = Reading(reading.text, reading.history, followup=reading.followup,
                               also=self.contextual(reading.text, reading.history))
