@@ -120,7 +120,7 @@ def test_the_calibration_measures_each_example_against_other_kinds_and_sets_asid
 
 
 def _calibration(margins: dict[str, float], kb_max: float) -> cal.Calibration:
-    return cal.Calibration(content_version="v", examples_version="e", embedder="test", chunks=1,
+    return cal.Calibration(content_version="v", examples_version="e", embedder="test", chunks=100,
                            passage_center=[], query_center=[], kb={"all": {"p100": kb_max}},
                            margin={"all": margins, "es": {**margins, "p50": -0.1}})
 
@@ -138,6 +138,10 @@ def test_the_gate_refuses_only_where_the_examples_themselves_sit_and_is_stricter
     # each message is compared with the examples written in its own language
     assert gate.decide(c, "es", kb=0.1, margin=-0.2).zone == "off"
     assert gate.decide(c, "vi", kb=0.1, margin=-0.2).zone == "doubt"  # no own table: all examples
+    # a knowledge base of a handful of passages has no meaningful center: nothing decided by numbers
+    c.chunks = gate.MIN_PASSAGES - 1
+    assert gate.decide(c, "en", kb=0.1, margin=-0.9).zone == "doubt"
+    assert gate.decide(c, "en", kb=0.9, margin=0.5).zone == "doubt"
 
 
 async def test_ingesting_new_documents_recalibrates_the_gate(tmp_path, monkeypatch):

@@ -51,6 +51,10 @@ REFUSE = 50
 # even less: both are refused only on stronger evidence (lower percentiles).
 THREAD = 25
 REFERS = 10
+# Centered similarities need the collection's mean passage; a knowledge base of a few passages
+# (a first test with one file) has no meaningful mean, so nothing is refused or accepted by
+# numbers until it has this many: every message is doubtful (the model decides, else answered).
+MIN_PASSAGES = 8
 CHECK_SECONDS = 5.0  # how often a cached calibration is compared with the collection's version
 
 Zone = Literal["off", "doubt", "on"]
@@ -161,6 +165,8 @@ def decide(c: cal.Calibration, lang: str, kb: float, margin: float, *, in_thread
            refers_back: bool = False) -> TopicVerdict:
     """The zone of a message with centered similarity `kb` to the knowledge base and `margin`
     (kb minus its similarity to the nearest example to decline), written in `lang`."""
+    if c.chunks < MIN_PASSAGES:
+        return TopicVerdict("doubt", f"{c.chunks} passages: too few to calibrate", kb, margin)
     pct = (REFERS if refers_back else THREAD) if in_thread else REFUSE
     floor = c.percentile("margin", lang, pct)
     ceiling = c.percentile("kb", lang, 100)
