@@ -96,7 +96,10 @@ async def test_prefetched_result_is_in_the_first_prompt_and_answer_needs_one_cal
     result = await run(model, make_registry(), found=[pre])
     model.assert_done()
     assert len(model.calls) == 1
-    assert "PREFETCHED FACT" in seen(model)[0][0].content  # system prompt carries the prefetch
+    system, tool, question = seen(model)[0]
+    # the prefetch is quoted data before the question, not part of the system prompt
+    assert "PREFETCHED FACT" not in system.content and "already retrieved" in system.content
+    assert tool.role == "tool" and "PREFETCHED FACT" in tool.content and question.role == "user"
     assert result.references == [Reference(source="kb.md", section="Intro")]
     assert result.tool_calls == ["get_formatted_context"]
 

@@ -267,8 +267,10 @@ def test_a_followup_sends_the_first_turn_to_the_model(spawn, data_dir):
         assert "assistant" not in [m["role"] for m in first_call.body["messages"]]  # a new thread: no history
         assert FIRST_Q in router_call.text and FOLLOW_UP.replace("$", "") in router_call.text.replace("$", "")
         texts = [(m["role"], m.get("content") or "") for m in agent_call.body["messages"]]
-        assert [role for role, _ in texts] == ["system", "user", "assistant", "user"]
+        assert [role for role, _ in texts] == ["system", "user", "assistant", "user", "user"]
         assert texts[1:3] == [("user", FIRST_Q), ("assistant", FIRST_ANSWER)]  # the first turn, as turns
-        assert texts[3] == ("user", FOLLOW_UP) and "$352" in agent_call.text  # + the passages it needs
+        # then the passages it needs, as quoted tool results, and the follow-up last
+        assert texts[3][1].startswith("<tool_result") and "$352" in texts[3][1]
+        assert texts[4] == ("user", FOLLOW_UP)
 
     assert [c for r, c in history(data_dir, "T") if r == "user"] == [FIRST_Q, FOLLOW_UP]

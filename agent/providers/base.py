@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent.fencing import wrap_tool_result
 from agent.messages import ChatMessage
 
 T = TypeVar("T", bound=BaseModel)
@@ -86,7 +87,7 @@ class ProviderNotConfigured(ProviderError):
 def tool_result_text(message: ChatMessage) -> str:
     """How a `tool` message reaches a model: our tool calls are fields of the structured
     step, not native tool calls, so results go back as tagged user text."""
-    return f'<tool_result name="{message.name or "tool"}">\n{message.content}\n</tool_result>'
+    return wrap_tool_result(message.name or "tool", message.content)
 
 
 class Model:

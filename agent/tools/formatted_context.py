@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from agent.fencing import quote
 from agent.knowledge.search import Passage, search
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
@@ -39,7 +40,7 @@ def _attr(value: str) -> str:
 
 
 def format_passage(index: int, p: Passage, text: str | None = None) -> str:
-    body = p.text if text is None else text
+    body = quote(p.text if text is None else text)  # a passage cannot close its wrapper
     return (
         f'<document index="{index}" source="{_attr(p.source)}" title="{_attr(p.title)}" '
         f'section="{_attr(p.section)}" score="{p.score:.3f}">\n{body}\n</document>'

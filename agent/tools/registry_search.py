@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent.fencing import quote
 from agent.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ def make_registry_tool(registry: "Registry") -> Tool:
     async def search(args: "BaseModel") -> ToolResult:
         results = await registry.search(args)
         references = [registry.views.reference(hit) for hit in results.hits]
-        return ToolResult(text=results.text, references=references, data=results)
+        return ToolResult(text=quote(results.text), references=references, data=results)
 
     tool = registry.decl.tool
     return Tool(name=tool.name, args_model=registry.args_model, fn=search, description=tool.description,

@@ -85,11 +85,12 @@ async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolR
     return result
 
 
-def render_found(found: list[Found], citations: Citations | None = None) -> str:
+def found_messages(found: list[Found], citations: Citations | None = None) -> list[ChatMessage]:
+    """What was found before the first model call, as tool results: quoted data in the
+    conversation (agent/fencing.py), never part of the system prompt's instructions."""
     citations = citations or Citations()
-    blocks = [f'<tool_result name="{f.tool}">\n{citations.number(f.result.text, f.result.documents)}\n</tool_result>'
-              for f in found]
-    return "\n\n".join(blocks)
+    return [ChatMessage(role="tool", name=f.tool, content=citations.number(f.result.text, f.result.documents))
+            for f in found]
 
 
 async def run_agent(
@@ -126,11 +127,12 @@ async def run_agent(
         "agent",
         domain=domain,
         tools=tool_specs if tool_specs is not None else registry.describe(),
-        prefetched=render_found(found, citations),
+        prefetched=bool(found),
         weak_evidence=any(f.result.weak_evidence for f in found),
         max_iterations=max_iterations,
     )
-    state = RunState(messages=[ChatMessage(role="system", content=system), *history, ChatMessage(role="user", content=question)])
+    state = RunState(messages=[ChatMessage(role="system", content=system), *history,
+                               *found_messages(found, citations), ChatMessage(role="user", content=question)])
     for f in found:
         _absorb(state, f.tool, f.result)
 
