@@ -10,6 +10,8 @@ cleared by an ingest of that collection; no module keeps state of its own.
 
 from __future__ import annotations
 
+import asyncio
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,7 @@ class Runtime:
     caches: dict[tuple[str, str | None], Any] = field(default_factory=dict)  # (what, collection) -> value
     readers: Readers = field(default_factory=Readers)  # searches in flight (agent/store/readers.py)
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
+    _background: set[asyncio.Task] = field(default_factory=set)  # refreshes of caches, cancelled at close
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":
@@ -56,5 +59,14 @@ class Runtime:
         for key in [k for k in self.caches if k[1] == collection]:
             del self.caches[key]
 
+    def spawn(self, coro) -> asyncio.Task:
+        """Run `coro` in the background (a cache refresh), owned by the runtime."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
     async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
         await self.store.close()

@@ -130,6 +130,10 @@ class Capability(Protocol):
         """The wording alone makes `text` a search of this capability (the pre-filter's rule;
         the understanding layer vetoes messages that ask about amounts or rules)."""
 
+    async def warm(self) -> None:
+        """Load what its first question needs (statistics, places) before the process reports
+        ready, so no user waits for a cold cache."""
+
     async def unplaced(self, text: str) -> str:
         """The words of a message this capability claimed that its own reading could not place
         (a registry: what its parser left over); the understanding layer asks whether the

@@ -87,6 +87,10 @@ class KnowledgeCapability:
     async def unplaced(self, text: str) -> str:
         return text
 
+    async def warm(self) -> None:
+        await self.runtime.embedder().embed_query("warm up")  # the model loaded, its first call paid
+        await self.vocabulary()
+
     def arguments(self, query: str) -> dict[str, Any]:
         return {"query": query, "top_k": min(self.runtime.settings.top_k, MAX_TOP_K)}
 

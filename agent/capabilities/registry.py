@@ -44,6 +44,9 @@ class RegistryCapability:
     def claims(self, text: str) -> bool:
         return self.registry.claims(text)
 
+    async def warm(self) -> None:
+        await self.registry.places()
+
     async def unplaced(self, text: str) -> str:
         try:
             return (await self.registry.parse(text)).leftover

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qdrant_client import models
-
-from agent.knowledge import calibration
+from agent.knowledge import calibration, statistics
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge import versions
 from agent.knowledge.embed_cache import embed_with_cache, open_cache, text_hash
@@ -165,6 +164,14 @@ async def _delete(runtime: "Runtime", name: str, source: str, old: list[str]) ->
     return old
 
 
+async def _uncount(runtime: "Runtime", name: str, stats: "statistics.Statistics | None", source: str,
+                   old: list[str]) -> None:
+    """Take a file's replaced chunks out of the statistics (reads that file's chunks only)."""
+    if stats is not None and old:
+        for payload in await statistics.chunks_of(runtime, name, versions.selector(source, old)):
+            stats.count(payload, -1)
+
+
 def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str,
                  n_chunks: int, version: str) -> list[models.PointStruct]:
     """Points of `chunks` (one write batch of version `version` of a file that has `n_chunks`
@@ -250,7 +257,12 @@ async def ingest(
 
     await ensure_collection(runtime, name, embedder=embedder)
     await versions.recover(runtime, name, await collection_metadata(runtime, name))
-    states = await file_states(runtime, name, await collection_metadata(runtime, name))
+    metadata = await collection_metadata(runtime, name)
+    states = await file_states(runtime, name, metadata)
+    # the statistics, updated by what this ingest changes (None: rebuilt by a scan at the end)
+    stats = statistics.load(runtime, name) if states else statistics.Statistics()
+    if stats is not None and stats.content_version != (metadata or {}).get(calibration.CONTENT_KEY):
+        stats = None
     work = []
     for doc, chunks in planned:
         fhash = file_hash(doc, settings.chunk_chars, settings.chunk_overlap, embedder.name)
@@ -266,6 +278,7 @@ async def ingest(
     try:
         for doc, chunks, fhash in work:
             old = await _versions_of(runtime, name, doc.source, states.get(doc.source))
+            await _uncount(runtime, name, stats, doc.source, old)
             version = versions.new_version()
             await versions.hide_pending(runtime, name, doc.source, version, deleted)
             deleted = []
@@ -282,6 +295,9 @@ async def ingest(
                 progress.chunks_done(len(points))
             await versions.switch(runtime, name, doc.source, version, old)
             deleted = await _delete(runtime, name, doc.source, old)
+            if stats is not None:
+                for chunk in chunks:
+                    stats.count({"title": doc.title, "section": chunk.section, "text": chunk.text, "lang": lang})
             report.updated.append(doc.source)
             progress.file_done(doc.source)
     finally:
@@ -292,6 +308,7 @@ async def ingest(
         present = {source for _, source in files}
         for source in sorted(set(states) - present):
             old = await _versions_of(runtime, name, source, states[source])
+            await _uncount(runtime, name, stats, source, old)
             await versions.switch(runtime, name, source, None, old)
             deleted += await _delete(runtime, name, source, old)
             report.pruned.append(source)
@@ -299,10 +316,16 @@ async def ingest(
     if report.chunks_written:
         await runtime.store.optimize(name)  # index the new points now (Edge), not at query time
     if report.updated or report.pruned:
+        version = await calibration.mark_changed(runtime, name)
+        if stats is not None:
+            stats.content_version = version
+            statistics.save(runtime, name, stats)
+    if stats is None or report.updated or report.pruned:
         from agent.knowledge.vocabulary import forget_vocabulary
 
-        forget_vocabulary(runtime, name)  # the off-topic check re-reads the documents' words
-        await calibration.mark_changed(runtime, name)
+        if stats is None:  # none yet (an older build's collection) or out of step: one scan, now
+            await statistics.build(runtime, name)
+        forget_vocabulary(runtime, name)  # this process reads the new statistics
     stale, version = await calibration.stored(runtime, name)
     if calibration_wanted and (stale is None or stale.content_version != version):
         # what "on topic" looks like for this collection, recomputed with its content

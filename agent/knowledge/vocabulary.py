@@ -1,23 +1,28 @@
 """What a knowledge base says about itself: its index terms and how many chunks hold each.
 
-Read from the collection (titles, headings and text of every chunk, tokenised exactly as BM25
-indexes them), once per process and collection, like a registry's places. The
-off-topic check uses it to tell a message written in the documents' own words ("PEIMS #s?",
-"probation B?") from one that merely shares a few common words with them.
+Read from the statistics an ingest stored with the collection (agent/knowledge/statistics.py),
+in time proportional to their size, once per process and collection; a later ingest by another
+process is noticed by a content-version check every CHECK_SECONDS and read in the background
+while questions keep the previous vocabulary. The off-topic check uses it to tell a message
+written in the documents' own words ("PEIMS #s?", "probation B?") from one that merely shares
+a few common words with them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from agent.knowledge import versions
+from agent.knowledge import statistics
 from agent.knowledge.sparse import tokens
 
-TTL_SECONDS = 300.0
-MAX_POINTS = 50_000  # a larger knowledge base is sampled: enough to know its words
+log = logging.getLogger(__name__)
+
+CHECK_SECONDS = 5.0  # how often a process compares its vocabulary with the collection's version
 # Codes and acronyms as written in a message: two capitals ("TRS", "PSoC", "KinderConnect") or
 # letters mixed with digits ("BCY25", "TX3C"); a KB term written like this is the domain's own.
 _CODE = re.compile(r"(?<![\w])(?=[\w-]*[A-Z][\w-]*[A-Z]|[\w-]*[A-Za-z][\w-]*\d|[\w-]*\d[\w-]*[A-Za-z])[\w-]{3,}(?![\w])")
@@ -64,41 +69,69 @@ class Vocabulary:
         return found
 
 
-async def _load(runtime, collection: str) -> Vocabulary:
-    vocab = Vocabulary()
+    @classmethod
+    def of(cls, stats: statistics.Statistics) -> "Vocabulary":
+        return cls(df=stats.df, chunks=stats.chunks, langs=stats.langs, headings=set(stats.headings),
+                   titles=stats.titles)
+
+
+@dataclass
+class _Loaded:
+    vocabulary: Vocabulary
+    version: str | None  # the collection content it describes
+    checked: float
+    refresh: "asyncio.Task | None" = None
+
+
+async def _version(runtime, collection: str) -> str | None:
     metadata = await runtime.store.collection_metadata(collection)
-    if metadata is not None:
-        offset = None
-        flt = versions.visible(None, metadata)  # unfinished or replaced versions are not the documents
-        while vocab.chunks < MAX_POINTS:
-            points, offset = await runtime.store.scroll(
-                collection, scroll_filter=flt, limit=1024, offset=offset,
-                with_payload=["title", "section", "text", "lang"], with_vectors=False,
-            )
-            for p in points:
-                payload = p.payload or {}
-                text = " ".join(str(payload.get(k) or "") for k in ("title", "section", "text"))
-                vocab.df.update(set(tokens(text, payload.get("lang") or None)))
-                heads = f"{payload.get('title') or ''} {payload.get('section') or ''}"
-                vocab.headings.update(tokens(heads, payload.get("lang") or None))
-                vocab.langs[payload.get("lang") or "und"] += 1
-                if payload.get("title"):
-                    vocab.titles[str(payload["title"]).strip()] += 1
-                vocab.chunks += 1
-            if offset is None:
-                break
-    runtime.caches[("vocabulary", collection)] = (time.monotonic(), vocab)
-    return vocab
+    return (metadata or {}).get(statistics.CONTENT_KEY)
+
+
+async def _first(runtime, collection: str) -> _Loaded:
+    """This process's first look: the saved statistics (current or not: a stale set is used
+    while the current one is read in the background); a collection with none yet (ingested by
+    an older build) is scanned once and its statistics saved."""
+    version = await _version(runtime, collection)
+    stats = statistics.load(runtime, collection)
+    if stats is None:
+        stats = await statistics.build(runtime, collection)
+    loaded = _Loaded(Vocabulary.of(stats), stats.content_version, time.monotonic())
+    if stats.content_version != version:
+        loaded.refresh = runtime.spawn(_refresh(runtime, collection, loaded, version))
+    return loaded
+
+
+async def _refresh(runtime, collection: str, loaded: _Loaded, version: str | None) -> None:
+    """Read (or, when no process saved them, build) the statistics of `version`, then swap."""
+    try:
+        stats = statistics.load(runtime, collection)
+        if stats is None or stats.content_version != version:
+            stats = await statistics.build(runtime, collection)
+        loaded.vocabulary, loaded.version = Vocabulary.of(stats), stats.content_version
+    except Exception as exc:  # the store is down: keep the previous vocabulary, try again later
+        log.warning("knowledge-base statistics not refreshed: %s", type(exc).__name__)
 
 
 async def vocabulary(runtime, collection: str | None = None) -> Vocabulary:
-    """The collection's vocabulary (cached; re-read after TTL_SECONDS or an ingest)."""
+    """The collection's vocabulary: loaded once, then kept current in the background."""
     collection = collection or runtime.settings.collection
-    hit = runtime.caches.get(("vocabulary", collection))
-    if hit is not None and time.monotonic() - hit[0] < TTL_SECONDS:
-        return hit[1]
-    return await _load(runtime, collection)
+    key = ("vocabulary", collection)
+    loaded: _Loaded | None = runtime.caches.get(key)
+    if loaded is None:
+        loaded = runtime.caches[key] = await _first(runtime, collection)
+        return loaded.vocabulary
+    now = time.monotonic()
+    if now - loaded.checked >= CHECK_SECONDS and (loaded.refresh is None or loaded.refresh.done()):
+        loaded.checked = now
+        version = await _version(runtime, collection)
+        if version != loaded.version:
+            loaded.refresh = runtime.spawn(_refresh(runtime, collection, loaded, version))
+    return loaded.vocabulary
 
 
 def forget_vocabulary(runtime, collection: str) -> None:
-    runtime.caches.pop(("vocabulary", collection), None)
+    """This process just changed the collection (and saved its statistics): read them anew."""
+    loaded = runtime.caches.pop(("vocabulary", collection), None)
+    if loaded is not None and loaded.refresh is not None:
+        loaded.refresh.cancel()

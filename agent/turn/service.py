@@ -94,6 +94,24 @@ class Askdesk:
                 registries=self.registries)
         return self._contexts[collection]
 
+    async def warm_up(self, collection: str | None = None) -> dict[str, float]:
+        """Load everything a first question needs (the embedder, the knowledge base's statistics
+        and calibration, each registry's places, what askdesk says it is about) and return the
+        seconds each took; `askdesk serve` reports ready only after this. A part that cannot
+        load (the store is down) is logged and left to load on first use."""
+        ctx = self.context(collection)
+        took: dict[str, float] = {}
+        steps = [(c.name, c.warm) for c in ctx.capabilities]
+        steps += [("calibration", ctx.classifier.prepare), ("identity", lambda: self.identity.load(collection))]
+        for name, step in steps:
+            started = time.perf_counter()
+            try:
+                await step()
+            except Exception as exc:
+                log.warning("warm-up of %s failed (%s): it loads on first use", name, type(exc).__name__)
+            took[name] = time.perf_counter() - started
+        return took
+
     def capabilities(self, collection: str | None = None) -> Capabilities:
         return self.context(collection).capabilities
 

