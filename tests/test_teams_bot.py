@@ -358,7 +358,7 @@ async def test_with_credentials_unauthenticated_requests_are_rejected(kb_runtime
                                      headers={"Authorization": "Bearer not-a-jwt"})
         assert status == 401  # a malformed token fails before any key is fetched
         status, _ = await teams.post(extension_query(connector.service_url, "infant care near 78702"))
-        assert status == 401  # invokes: the SDK's own check
+        assert status == 401  # invokes too: authenticated before they are parsed
         await teams.bot.drain()
         assert connector.calls == []
         assert BOT_ID  # the activity named our bot; still refused

@@ -2,7 +2,11 @@
 memory key (a channel reply chain has its own id, so each thread has its own history),
 progress and the streamed text go to the reply renderer (bot/teams/reply.py), the result is
 rendered with citations, AI label and feedback, and the asker is remembered for follow-ups
-without a mention."""
+without a mention.
+
+An answer that cannot reach Teams because the Bot Connector is unreachable (bot/teams/connector.py)
+is one WARNING line with its reference, not the turn runner's delivery error and apology (which
+could not be delivered either)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
 
+from bot.teams.connector import unreachable
+from bot.teams.escape import teams_text
 from bot.teams.incoming import Incoming
 from bot.teams.render import answer_activity
 from bot.teams.stream_refusals import QuietStream
@@ -35,7 +41,7 @@ def make_reply(bot: "TeamsBot", ctx, incoming: Incoming) -> Reply:
 async def note(ctx, text: str) -> None:
     """A short note in the conversation; never raises."""
     try:
-        await ctx.send(MessageActivityInput(text=text))
+        await ctx.send(MessageActivityInput(text=teams_text(text)))
     except Exception as exc:
         log.warning("teams: note not sent (%s)", type(exc).__name__)
 
@@ -48,6 +54,7 @@ class TeamsReply:
         self.renderer = make_reply(bot, ctx, incoming)
         self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
         self._started = False
+        self.undelivered = False  # the connector was unreachable: the answer never reached Teams
 
     async def progress(self, step: str) -> None:
         if not self._started:
@@ -62,20 +69,29 @@ class TeamsReply:
     async def finish(self, delivery: Delivery) -> str | None:
         rendered = answer_activity(delivery.result, notice=delivery.notice, feedback=delivery.feedback,
                                    sources_heading=self.bot.text("teams_sources"))
-        return await self.renderer.finish(rendered.activity)
+        try:
+            return await self.renderer.finish(rendered.activity)
+        except Exception as exc:
+            if not unreachable(exc):
+                raise  # the turn runner logs it and apologises
+            self.undelivered = True
+            log.warning("teams: answer %s not delivered: the Bot Connector is unreachable (%s)",
+                        delivery.answer_id, type(exc).__name__)
+            return None
 
     async def note(self, text: str) -> None:
         await note(self.ctx, text)
 
     async def apologise(self, text: str) -> None:
-        await self.ctx.send(MessageActivityInput(text=text))
+        await self.ctx.send(MessageActivityInput(text=teams_text(text)))
 
 
 async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
+    reply = TeamsReply(bot, ctx, incoming)
     delivery = await bot.runner.run(TurnIncoming(
         surface="teams", text=incoming.text, thread_id=incoming.conversation_id, user_id=incoming.user_id,
-    ), TeamsReply(bot, ctx, incoming))
-    if delivery is not None and not incoming.personal:
+    ), reply)
+    if delivery is not None and not reply.undelivered and not incoming.personal:
         try:
             await bot.askers.remember(incoming.conversation_id, incoming.user_id)
         except Exception as exc:

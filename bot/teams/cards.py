@@ -4,6 +4,9 @@ Every registry renders through its `RecordView`s (agent/capabilities/base.py): t
 line, extra card lines.
 
 Built with the SDK's card models (microsoft_teams.cards), version 1.5 as Teams renders it.
+Registry values (titles, addresses, notes, summaries) are rendered by `teams_text`
+(bot/teams/escape.py): a card's Markdown links and the thumbnail preview's HTML cannot hide an
+address, mention anyone or inject markup.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from microsoft_teams.api import (
 from microsoft_teams.cards import AdaptiveCard, Container, TextBlock
 
 from agent.capabilities.base import Command, CommandResult, RecordView
+from bot.teams.escape import teams_text
 
 MAX_RECORDS = 10
 CARD_VERSION = "1.5"
@@ -29,13 +33,13 @@ Text = Callable[..., str]
 
 
 def details_line(view: RecordView) -> str:
-    """address · phone · ages · distance, as on Slack."""
-    return view.details_line(ICONS)
+    """address · phone · ages · distance, as on Slack (rendered for Teams)."""
+    return teams_text(view.details_line(ICONS))
 
 
 def record_block(view: RecordView) -> Container:
     return Container(items=[
-        TextBlock(text=view.title, weight="Bolder", wrap=True),
+        TextBlock(text=teams_text(view.title), weight="Bolder", wrap=True),
         TextBlock(text=details_line(view) or " ", wrap=True, is_subtle=True, spacing="None"),
     ], separator=True)
 
@@ -44,27 +48,27 @@ def record_list_card(result: CommandResult, command: Command, text: Text, prompt
     """The whole result: what was understood, notes, up to MAX_RECORDS records."""
     records = result.records
     body: list[Any] = [TextBlock(text=text("teams_records_title", records=command.records,
-                                           summary=result.summary or result.text),
+                                           summary=teams_text(result.summary or result.text)),
                                  weight="Bolder", size="Medium", wrap=True)]
     if result.notes:
-        body.append(TextBlock(text="; ".join(result.notes), wrap=True, is_subtle=True))
+        body.append(TextBlock(text=teams_text("; ".join(result.notes)), wrap=True, is_subtle=True))
     if not records:
-        body.append(TextBlock(text=prompts.render("records_none", records=command.records), wrap=True))
+        body.append(TextBlock(text=teams_text(prompts.render("records_none", records=command.records)), wrap=True))
     body.extend(record_block(view) for view in records[:MAX_RECORDS])
     shown = min(len(records), MAX_RECORDS)
     if result.total > shown:
-        body.append(TextBlock(text=prompts.render("records_more", shown=shown, total=result.total), wrap=True,
-                              is_subtle=True))
+        more = prompts.render("records_more", shown=shown, total=result.total)
+        body.append(TextBlock(text=teams_text(more), wrap=True, is_subtle=True))
     return AdaptiveCard(version=CARD_VERSION, body=body)
 
 
 def record_card(view: RecordView) -> AdaptiveCard:
     """One record, as inserted into a message from the compose box."""
-    body: list[Any] = [TextBlock(text=view.title, weight="Bolder", size="Medium", wrap=True),
+    body: list[Any] = [TextBlock(text=teams_text(view.title), weight="Bolder", size="Medium", wrap=True),
                        TextBlock(text=details_line(view) or " ", wrap=True)]
     for line in view.more:
         small = {"size": "Small"} if line.icon == "small" else {}
-        body.append(TextBlock(text=line.text, wrap=True, is_subtle=True, **small))
+        body.append(TextBlock(text=teams_text(line.text), wrap=True, is_subtle=True, **small))
     return AdaptiveCard(version=CARD_VERSION, body=body)
 
 
@@ -72,5 +76,5 @@ def extension_attachment(view: RecordView) -> MessagingExtensionAttachment:
     """A search result: the card to insert, and the preview row shown in the result list."""
     main = card_attachment(AdaptiveCardAttachment(content=record_card(view)))
     preview = card_attachment(ThumbnailCardAttachment(content=ThumbnailCard(
-        title=view.title, text=details_line(view), images=None)))
+        title=teams_text(view.title), text=details_line(view), images=None)))
     return MessagingExtensionAttachment(content_type=main.content_type, content=main.content, preview=preview)

@@ -12,6 +12,7 @@ from microsoft_teams.api import MessageActivityInput
 
 from agent.capabilities.base import Command, CommandResult
 from bot.teams.cards import record_list_card
+from bot.teams.escape import teams_text
 from bot.turn import new_id
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ async def command_message(bot: "TeamsBot", command: Command, query: str) -> Mess
     try:
         result = await run(bot, command, query)
     except Exception:
-        return MessageActivityInput(text=unavailable(bot, command, "search"))
+        return MessageActivityInput(text=teams_text(unavailable(bot, command, "search")))
     if result.is_help:
-        return MessageActivityInput(text=f"```\n{result.reply.replace('/' + command.name, command.name)}\n```")
+        help_text = teams_text(result.reply.replace("/" + command.name, command.name))
+        return MessageActivityInput(text=f"```\n{help_text}\n```")
     return MessageActivityInput().add_card(record_list_card(result, command, bot.text, bot.runner.prompts))

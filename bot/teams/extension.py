@@ -16,6 +16,7 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.cards import MAX_RECORDS, extension_attachment
 from bot.teams.commands import run, unavailable, usage
+from bot.teams.escape import teams_text
 
 log = logging.getLogger("askdesk.teams")
 
@@ -30,8 +31,8 @@ def _query(activity: MessageExtensionQueryInvokeActivity) -> str:
 
 
 def _message(text: str) -> MessagingExtensionInvokeResponse:
-    return MessagingExtensionInvokeResponse(
-        compose_extension=MessagingExtensionResult(type=MessagingExtensionResultType.MESSAGE, text=text))
+    return MessagingExtensionInvokeResponse(compose_extension=MessagingExtensionResult(
+        type=MessagingExtensionResultType.MESSAGE, text=teams_text(text)))
 
 
 def register(bot) -> None:

@@ -15,6 +15,7 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
+from bot.teams.connector import unreachable
 from bot.teams.incoming import Incoming, parse
 
 log = logging.getLogger("askdesk.teams")
@@ -59,6 +60,10 @@ async def handle(bot, ctx, incoming: Incoming) -> None:
         try:
             await ctx.send(message)
         except Exception as exc:
-            log.error("teams: %s card not sent (%s)", found[0].name, type(exc).__name__)
+            if unreachable(exc):
+                log.warning("teams: %s card not delivered: the Bot Connector is unreachable (%s)", found[0].name,
+                            type(exc).__name__)
+            else:
+                log.error("teams: %s card not sent (%s)", found[0].name, type(exc).__name__)
         return
     await answer(bot, ctx, incoming)

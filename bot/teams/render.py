@@ -6,6 +6,11 @@ MAX_SOURCES), so the same answer reads the same on both surfaces. Teams turns ea
 `[n]` into a link with a pop-up (title, section, URL); a marker beyond the references
 stays plain text. An answer that cites nothing inline but has references gets a short
 sources line instead, so no answer loses its sources.
+
+The answer, the sources' titles and sections and the notice are rendered by `teams_text`
+(bot/teams/escape.py) before our own markup (the bold heading, the notice's italics, the
+citation entities) is added: no document or model output can mention anyone, inject HTML or
+hide a link's address.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from microsoft_teams.api import CitationAppearance, MessageActivityInput
 
 from agent.answers import AnswerResult
 from agent.references import Reference
+from bot.teams.escape import teams_text
 
 MAX_SOURCES = 8  # as many as the Slack sources list shows
 NAME_CHARS = 80  # Teams limits of a citation's appearance
@@ -26,7 +32,8 @@ _MARKER = re.compile(r"\[(\d{1,2})\]")
 
 
 def clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    """`text` (untrusted) rendered for Teams, on one line, at most `limit` characters."""
+    text = " ".join(teams_text(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -61,16 +68,16 @@ class RenderedAnswer:
 
 def sources_line(references: list[Reference], heading: str) -> str:
     labels = [f"[{n}] {clip(r.label(), 120)}" for n, r in enumerate(references[:MAX_SOURCES], start=1)]
-    return f"**{heading}:** " + " · ".join(labels)
+    return f"**{teams_text(heading)}:** " + " · ".join(labels)
 
 
 def answer_activity(result: AnswerResult, *, notice: str | None, feedback: bool, sources_heading: str) -> RenderedAnswer:
-    text = (result.answer or "…").strip()
+    text = teams_text((result.answer or "…").strip())
     cited = used_markers(text, result.references)
     if result.references and not cited and not result.search_only:
         text += "\n\n" + sources_line(result.references, sources_heading)
     if notice:
-        text += f"\n\n_ℹ️ {notice}_"
+        text += f"\n\n_ℹ️ {teams_text(notice)}_"
     activity = MessageActivityInput(text=text)
     for n in cited:
         activity.add_citation(n, appearance(result.references[n - 1]))

@@ -15,18 +15,32 @@ by queueing what arrives while it sends, and a queued final message would wait h
 second for nothing. A personal chat that refuses streaming (no first chunk accepted) falls
 back to one posted message and is remembered, so the user always gets the answer and
 never an error.
+
+Everything shown is rendered by `teams_text` (bot/teams/escape.py): the final message by
+bot/teams/render.py, the informative updates and the streamed text here. The stream shows the
+rendering of the whole text so far (a link completed by a later chunk changes what came
+before it, and the stream is then replaced, not appended to), so no chunk boundary can let a
+half-written `<at>`, tag or disguised link through; a link still being written is held back
+until it is complete.
+
+An unreachable Bot Connector (bot/teams/connector.py) stops the sending at its first failure:
+no more typing indicators or stream chunks for this answer, the final message is tried once,
+and its failure is raised for `TeamsReply` to report as one line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import Awaitable, Callable, Protocol
 
 from microsoft_teams.api import MessageActivityInput, SentActivity, TypingActivityInput
 from microsoft_teams.apps import HttpStream
 
+from bot.teams.connector import unreachable
+from bot.teams.escape import teams_text
 from bot.text_buffer import TextBuffer
 
 log = logging.getLogger("askdesk.teams")
@@ -41,6 +55,22 @@ TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
 # once a second (each update resends the whole text so far, and Teams throttles streams).
 STREAM_TEXT_SECONDS = 1.0
 STREAM_TEXT_CHARS = 1200
+# A Markdown link the model is still writing ("[label", "[label]", "[label](https://ev") is held
+# back from the stream until it is complete (then shown with its address) or the answer ends.
+_OPEN_LINK = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\]){0,300}(?:\](?:\([^)\n]{0,500})?)?")
+
+
+def settled(shown: str) -> str:
+    """`shown` (rendered stream text) without a trailing link still being written."""
+    end = len(shown)
+    for _ in range(3):  # "[see [1" : the inner bracket first, then the outer
+        start = shown.rfind("[", 0, end)
+        if start < 0:
+            break
+        if _OPEN_LINK.fullmatch(shown, start):
+            return shown[:start - 1] if start and shown[start - 1] == "!" else shown[:start]
+        end = start
+    return shown
 
 
 class Reply(Protocol):
@@ -62,16 +92,21 @@ class PostReply:
         self._send = send
         self._typed_at = 0.0
         self.text = ""
+        self.unreachable = False  # the connector could not be reached: no more typing indicators
 
     async def _typing(self) -> None:
         now = time.monotonic()
-        if now - self._typed_at < TYPING_EVERY:
+        if self.unreachable or now - self._typed_at < TYPING_EVERY:
             return
         self._typed_at = now
         try:
             await self._send(TypingActivityInput())
         except Exception as exc:  # a typing indicator is a courtesy, never a reason to fail
-            log.info("teams: typing indicator not sent (%s)", type(exc).__name__)
+            if unreachable(exc):  # the answer's own delivery reports it (TeamsReply), once
+                self.unreachable = True
+                log.debug("teams: typing indicator not sent (%s)", type(exc).__name__)
+            else:
+                log.info("teams: typing indicator not sent (%s)", type(exc).__name__)
 
     async def start(self, text: str) -> None:
         await self._typing()
@@ -97,27 +132,34 @@ class StreamReply:
         self._chunk_seen = asyncio.Event()
         self._updates = 0  # informative updates and text chunks handed to the stream
         self._chunks = 0  # stream activities Teams accepted
-        self.streamed = ""
+        self.raw = ""  # the answer text received so far, as the model wrote it
+        self.streamed = ""  # what the stream shows: teams_text(raw) as of the last update
         self._updated_at = float("-inf")
         self._waiting: asyncio.TimerHandle | None = None
         self._waiting_text = ""
         self._done = False
         self.buffer = TextBuffer(self._emit_text, chars=STREAM_TEXT_CHARS, seconds=STREAM_TEXT_SECONDS)
         stream.on_chunk(self._chunk)
+        if hasattr(stream, "on_failure"):  # QuietStream: the connector proved unreachable
+            stream.on_failure(self._chunk_seen.set)
+
+    @property
+    def failure(self) -> Exception | None:
+        return getattr(self.stream, "failure", None)
 
     async def _chunk(self, _: SentActivity) -> None:
         self._chunks += 1
         self._chunk_seen.set()
 
     def _inform(self, text: str) -> None:
-        if self.streamed or self._done:  # informative updates only before the text starts
+        if self.streamed or self._done or self.failure is not None:  # informative updates only before the text
             return
         loop = asyncio.get_running_loop()
         wait = self._updated_at + UPDATE_EVERY - loop.time()
         if wait <= 0 and self._waiting is None:
             self._updated_at = loop.time()
             self._updates += 1
-            self.stream.update(text)
+            self.stream.update(teams_text(text))
             return
         self._waiting_text = text
         if self._waiting is None:
@@ -145,20 +187,34 @@ class StreamReply:
             await self.buffer.add(text)
 
     async def _emit_text(self, text: str) -> None:
+        if self.failure is not None:
+            return
+        raw = self.raw + text
+        shown = settled(teams_text(raw))
+        if shown == self.streamed:  # all of it held back (a link being written): nothing new to show
+            self.raw = raw
+            return
         try:
-            self.stream.emit(text)
+            if shown.startswith(self.streamed):
+                self.stream.emit(shown[len(self.streamed):])
+            else:  # the new text changed the rendering of the old (a link completed): replace it
+                self.stream.clear_text()
+                self.stream.emit(shown)
             self._updates += 1
         except Exception as exc:  # e.g. the user pressed Stop: the final message still follows
             log.info("teams: streaming text stopped (%s)", type(exc).__name__)
             self._done = True
             return
-        self.streamed += text
+        self.raw, self.streamed = raw, shown
 
     async def finish(self, activity: MessageActivityInput) -> str | None:
         self._drop_waiting()
         await self.buffer.close()  # what it still holds goes with the final message
         self._done = True
-        if not await self._stream_accepted():
+        accepted = await self._stream_accepted()
+        if self.failure is not None:  # the connector was unreachable while streaming: post, once
+            return (await self._send(activity)).id
+        if not accepted:
             self._on_refused()
             return (await self._send(activity)).id
         final = activity.text or ""
@@ -170,7 +226,10 @@ class StreamReply:
         try:
             sent = await asyncio.wait_for(self.stream.close(), timeout=CLOSE_WAIT)
         except Exception as exc:
-            log.warning("teams: closing the stream failed (%s); posting the answer", type(exc).__name__)
+            if unreachable(exc):  # the post below is the last try; TeamsReply reports its failure
+                log.debug("teams: closing the stream failed (%s); posting the answer", type(exc).__name__)
+            else:
+                log.warning("teams: closing the stream failed (%s); posting the answer", type(exc).__name__)
             sent = None
         if sent is None:
             activity.text = final
@@ -184,13 +243,16 @@ class StreamReply:
         goes at once. False when it accepted none: streaming refused."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + FIRST_CHUNK_WAIT
-        while self._chunks < self._updates and loop.time() < deadline and not self.stream.canceled:
+        while (self._chunks < self._updates and loop.time() < deadline and not self.stream.canceled
+               and self.failure is None):
             self._chunk_seen.clear()
             try:
                 await asyncio.wait_for(self._chunk_seen.wait(), timeout=deadline - loop.time())
             except asyncio.TimeoutError:
                 break
         await asyncio.sleep(0)  # let the stream's flush finish after its last send
+        if self.failure is not None:
+            return False
         if self._chunks == 0 and self._updates:
             log.info("teams: streaming refused in this chat; posting the answer instead")
             return False

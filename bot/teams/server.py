@@ -8,6 +8,11 @@ more per request), and it runs inside our event loop without taking over SIGINT/
 `askdesk serve` owns the signals and stops every surface it runs. Binding first turns a
 busy port into one clear error and lets tests use port 0.
 
+Malformed activities: after authentication, every activity is parsed with the SDK's own
+models first (bot/teams/validation.py); one the SDK could not parse is answered HTTP 400 with
+one WARNING line (its id and the failing fields), instead of reaching the SDK, which would log
+a traceback quoting the input and answer 500.
+
 Early acknowledgement: Teams needs the HTTP response of an invoke (message extension,
 feedback) to carry its result, but nothing from any other activity. Those are answered
 200 as soon as the request is authenticated — by the SDK's own InboundActivityTokenValidator,
@@ -39,6 +44,7 @@ from typing import Any, Callable, Coroutine
 
 from aiohttp import web
 
+from bot.teams.validation import malformed
 
 log = logging.getLogger("askdesk.teams")
 
@@ -110,9 +116,13 @@ class AiohttpAdapter:
                 return web.json_response({"error": "expected an activity object"}, status=400)
             incoming = {"body": body, "headers": dict(request.headers)}
             assert self.main_loop is not None
+            if self.spawn is not None and not await self._authenticated(body, request.headers):
+                return web.json_response({"error": "Unauthorized"}, status=401)
+            problem = malformed(body)  # after authentication: strangers learn nothing about our parser
+            if problem is not None:
+                log.warning("teams: malformed %s", problem.describe())
+                return web.json_response({"error": "malformed activity"}, status=400)
             if self.spawn is not None and body.get("type") != "invoke":
-                if not await self._authenticated(body, request.headers):
-                    return web.json_response({"error": "Unauthorized"}, status=401)
                 self.main_loop.call_soon_threadsafe(self.spawn, _processed(handler, incoming))
                 return web.Response(status=200)
             result = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(handler(incoming), self.main_loop))

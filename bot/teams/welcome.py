@@ -14,21 +14,28 @@ from microsoft_teams.api import (
 )
 from microsoft_teams.apps import ActivityContext
 
+from bot.teams.escape import teams_text
+
 log = logging.getLogger("askdesk.teams")
 
 MAX_SUGGESTIONS = 3
 TITLE_CHARS = 50
 
 
+def _title(text: str) -> str:
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+
+
 def welcome_message(bot, scope: str, user_id: str | None, prompts: list[str]) -> MessageActivityInput:
     capabilities = bot.askdesk.identity.get(None).capabilities  # settings, domain file or the KB's titles
-    message = MessageActivityInput(text=bot.text("teams_welcome", capabilities=capabilities,
-                                                 commands=bot.askdesk.commands(), scope=scope))
+    # capabilities may come from the documents' titles: rendered like any untrusted text
+    message = MessageActivityInput(text=teams_text(bot.text("teams_welcome", capabilities=capabilities,
+                                                            commands=bot.askdesk.commands(), scope=scope)))
     personal = scope == "personal"
     prompts = prompts[:MAX_SUGGESTIONS]
     if personal and prompts:
-        actions = [CardAction(type=CardActionType.IM_BACK, value=p,
-                              title=p if len(p) <= TITLE_CHARS else p[: TITLE_CHARS - 1] + "…") for p in prompts]
+        actions = [CardAction(type=CardActionType.IM_BACK, value=p,  # the value is sent back as the user's text
+                              title=_title(teams_text(p))) for p in prompts]
         message.with_suggested_actions(SuggestedActions(to=[user_id] if user_id else [], actions=actions))
     return message
 
