@@ -88,8 +88,11 @@ class KnowledgeCapability:
         return text
 
     async def warm(self) -> None:
-        await self.runtime.embedder().embed_query("warm up")  # the model loaded, its first call paid
+        from agent.knowledge.search import search
+
         await self.vocabulary()
+        # the embedder loaded and the index read from disk: the first question pays neither
+        await search(self.runtime, "warm up", top_k=1, collection=self.collection)
 
     def arguments(self, query: str) -> dict[str, Any]:
         return {"query": query, "top_k": min(self.runtime.settings.top_k, MAX_TOP_K)}

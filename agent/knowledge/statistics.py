@@ -13,13 +13,14 @@ start, or in the background while questions keep using the previous statistics.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from agent.knowledge import versions
 from agent.knowledge.calibration import CONTENT_KEY
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1  # bumped when what the file holds changes: older files are rebuilt
 PAYLOAD = ["title", "section", "text", "lang"]  # what one chunk contributes
+COUNT_SLICE = 8  # chunks counted between two yields to the event loop (~5 ms)
 
 
 @dataclass
@@ -101,16 +103,19 @@ def save(runtime: "Runtime", collection: str, stats: Statistics) -> None:
     os.replace(temp, target)
 
 
-async def chunks_of(runtime: "Runtime", collection: str, flt) -> Iterable[dict[str, Any]]:
+async def chunks_of(runtime: "Runtime", collection: str, flt, batch: int = 1024) -> list[dict[str, Any]]:
     """The payloads (PAYLOAD fields) of the chunks matching `flt`."""
-    out: list[dict[str, Any]] = []
+    return [payload async for page in pages(runtime, collection, flt, batch) for payload in page]
+
+
+async def pages(runtime: "Runtime", collection: str, flt, batch: int) -> AsyncIterator[list[dict[str, Any]]]:
     offset = None
     while True:
-        points, offset = await runtime.store.scroll(collection, scroll_filter=flt, limit=1024, offset=offset,
+        points, offset = await runtime.store.scroll(collection, scroll_filter=flt, limit=batch, offset=offset,
                                                     with_payload=PAYLOAD, with_vectors=False)
-        out += [p.payload or {} for p in points]
+        yield [p.payload or {} for p in points]
         if offset is None:
-            return out
+            return
 
 
 async def build(runtime: "Runtime", collection: str) -> Statistics:
@@ -119,8 +124,12 @@ async def build(runtime: "Runtime", collection: str) -> Statistics:
     metadata = await runtime.store.collection_metadata(collection)
     stats = Statistics(content_version=(metadata or {}).get(CONTENT_KEY))
     if metadata is not None:
-        for payload in await chunks_of(runtime, collection, versions.visible(None, metadata)):
-            stats.count(payload)
+        # counted page by page: a build in the background never holds the event loop for long
+        async for page in pages(runtime, collection, versions.visible(None, metadata), 512):
+            for i, payload in enumerate(page, start=1):
+                stats.count(payload)
+                if i % COUNT_SLICE == 0:
+                    await asyncio.sleep(0)
         save(runtime, collection, stats)
         log.info("statistics of %s built from %d chunks", collection, stats.chunks)
     return stats
