@@ -64,6 +64,7 @@ class Askdesk:
         self.identity = Identities(settings, self.domain, runtime, self.prompts)  # what askdesk says it is about
         self.registries = load_registries(runtime, self.prompts)  # a broken declaration fails here
         self._contexts: dict[str | None, TurnContext] = {}
+        self.ready = True  # False from `starting()` until `warm_up()` has run (a server's /healthz)
 
     @classmethod
     def create(cls, settings: Settings, runtime: Runtime | None = None, **kwargs: Any) -> Askdesk:
@@ -94,6 +95,10 @@ class Askdesk:
                 registries=self.registries)
         return self._contexts[collection]
 
+    def starting(self) -> None:
+        """A server is up but not warmed: its health check says "starting" until `warm_up` ends."""
+        self.ready = False
+
     async def warm_up(self, collection: str | None = None) -> dict[str, float]:
         """Load everything a first question needs (the embedder, the knowledge base's statistics
         and calibration, each registry's places, what askdesk says it is about) and return the
@@ -110,6 +115,7 @@ class Askdesk:
             except Exception as exc:
                 log.warning("warm-up of %s failed (%s): it loads on first use", name, type(exc).__name__)
             took[name] = time.perf_counter() - started
+        self.ready = True
         return took
 
     def capabilities(self, collection: str | None = None) -> Capabilities:

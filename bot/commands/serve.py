@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
@@ -213,6 +214,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
         except Exception as exc:  # the first question reports it properly
             log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime)
+        askdesk.starting()  # /healthz says "starting" until the warm-up below has run
         runner = TurnRunner(askdesk)  # one rate limit, one set of answer records, for every surface
         admin = await start_admin_channel(settings, runtime)
         served = Served(askdesk=askdesk)
@@ -233,6 +235,10 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             running.append(teams.stop)
             served.teams, served.teams_port = teams.bot, teams.port
             typer.echo(f"askdesk: Teams bot listening on {endpoint(host, teams.port)}", err=True)
+        # listening (Slack's first event is acked) while everything a first question needs loads
+        started = time.perf_counter()
+        await askdesk.warm_up()
+        typer.echo(f"askdesk: ready (warmed up in {time.perf_counter() - started:.1f} s)", err=True)
         if on_ready is not None:
             on_ready(served)
         await stop.wait()

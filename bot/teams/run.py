@@ -43,7 +43,9 @@ async def start_teams(settings: "Settings", askdesk: "Askdesk", runner: "TurnRun
     except OSError as exc:
         raise TeamsStartError(f"cannot listen on {host}:{settings.teams_port} for Teams ({exc.strerror or exc}): "
                               "set ASKDESK_TEAMS_PORT or --teams-port to a free port.") from None
-    bot = build_teams_bot(settings, askdesk, auth=auth, adapter=listener.adapter(), runner=runner)
+    adapter = listener.adapter()
+    adapter.ready = lambda: askdesk.ready
+    bot = build_teams_bot(settings, askdesk, auth=auth, adapter=adapter, runner=runner)
     await bot.app.initialize()
     await listener.start()
     return RunningTeams(bot=bot, listener=listener)

@@ -70,6 +70,11 @@ def bind(host: str, port: int) -> socket.socket:
 Spawn = Callable[[Coroutine[Any, Any, Any]], None]
 
 
+def health(ready: bool) -> web.Response:
+    """200 {"ok": true, "status": "ready"} once warmed up, 503 "starting" before (load balancers)."""
+    return web.json_response({"ok": ready, "status": "ready" if ready else "starting"}, status=200 if ready else 503)
+
+
 class AiohttpAdapter:
     """`microsoft_teams.apps.HttpServerAdapter` on aiohttp: the SDK registers its messaging
     endpoint (JWT validation + activity processing) through `register_route`.
@@ -84,6 +89,7 @@ class AiohttpAdapter:
         self.validator: Any = None
         self.dev_mode = False
         self.main_loop: asyncio.AbstractEventLoop | None = None  # where the SDK runs (set at start)
+        self.ready: Callable[[], bool] = lambda: True  # the service has warmed up (/healthz)
 
     def early_ack(self, spawn: Spawn, *, validator: Any, dev_mode: bool) -> None:
         self.spawn, self.validator, self.dev_mode = spawn, validator, dev_mode
@@ -142,9 +148,8 @@ class AiohttpAdapter:
     async def stop(self) -> None:
         return None
 
-    @staticmethod
-    async def _healthz(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return health(self.ready())
 
 
 async def _processed(handler: Any, incoming: dict) -> None:
