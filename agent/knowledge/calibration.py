@@ -31,11 +31,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 
 from agent.knowledge.embed_cache import open_cache, text_hash
 from agent.knowledge.language import detect_language
 from agent.knowledge.store import DENSE
+from agent.yamlio import safe_load
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -172,6 +172,10 @@ def compute(passages: np.ndarray, examples: np.ndarray, langs: list[str], *, con
                        close=sorted(close), computed_at=time.time())
 
 
+class NotIngested(LookupError):
+    """The collection does not exist yet: nothing to calibrate."""
+
+
 async def stored(runtime: "Runtime", collection: str) -> tuple[Calibration | None, str | None]:
     """(the stored calibration, the collection's current content version)."""
     metadata = await runtime.store.collection_metadata(collection) or {}
@@ -190,7 +194,10 @@ async def mark_changed(runtime: "Runtime", collection: str) -> str:
 async def compute_and_store(runtime: "Runtime", collection: str, example_texts: list[str],
                             example_vectors: np.ndarray, langs: list[str], *, close_pct: int,
                             categories: list[str] | None = None) -> Calibration:
-    """Compute and store the collection's calibration for its current content."""
+    """Compute and store the collection's calibration for its current content (NotIngested:
+    there is no such collection yet, and nothing is written for it)."""
+    if await runtime.store.collection_metadata(collection) is None:
+        raise NotIngested(collection)
     _, version = await stored(runtime, collection)
     version = version or await mark_changed(runtime, collection)
     passages = await sample_vectors(runtime, collection)
@@ -214,7 +221,7 @@ def example_kinds(domain: "Domain | None" = None) -> dict[str, str]:
         source = resources.files("agent.data").joinpath(name)
         if not source.is_file():
             continue
-        data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+        data = safe_load(source.read_text(encoding="utf-8")) or {}
         for key, group in data.items():
             kind = str(key).rsplit("_", 1)[0] if str(key).endswith(("_en", "_es", "_vi")) else str(key)
             for text in group or []:
@@ -263,7 +270,8 @@ async def embed_queries(runtime, texts: list[str]) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
         known = cache.get_many(name, hashes) if cache else {}
         if len(known) < len(hashes):
-            known.update({h: v for h, v in seeded(embedder.name).items() if h in set(hashes) and h not in known})
+            wanted = set(hashes)
+            known.update({h: v for h, v in seeded(embedder.name).items() if h in wanted and h not in known})
         new = {}
         for t, h in zip(texts, hashes):
             if h not in known:

@@ -126,6 +126,8 @@ class TopicCheck:
                         (version is not None and stored.content_version != version):
                     # not calibrated yet (an older collection), or for other examples or content
                     stored = await calibrate(self.runtime, self.name, self.domain)
+            except cal.NotIngested:  # an empty deployment: nothing to judge by until an ingest
+                return self._state
             except Exception as exc:
                 log.warning("off-topic calibration unavailable: %s", type(exc).__name__)
                 return self._state
