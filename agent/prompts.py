@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 from jinja2 import Environment, StrictUndefined, Template, TemplateSyntaxError, UndefinedError, meta
 
+from agent.yamlio import safe_load
+
 _ENV = Environment(undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
 # Plain JSON for prompts (Jinja's `tojson` HTML-escapes <, > and & for web pages).
 _ENV.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
@@ -80,7 +82,7 @@ def _compile(doc: dict[str, Any], source: str, defaults: dict[str, Any] | None =
         description=str(doc.get("description", defaults.get("description", ""))).strip(),
         variables=tuple(declared),
         source=source,
-        _template=_ENV.from_string(template_text),
+        _template=_ENV.from_string(ast),  # the tree parsed above: each template is parsed once
     )
 
 
@@ -110,7 +112,7 @@ class PromptSet:
 
 def parse_prompt_file(text: str, source: str) -> list[Prompt]:
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         raise PromptError(f"{source}: invalid YAML: {exc}") from exc
     if not isinstance(doc, dict):

@@ -11,6 +11,7 @@ cleared by an ingest of that collection; no module keeps state of its own.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ class Runtime:
     readers: Readers = field(default_factory=Readers)  # searches in flight (agent/store/readers.py)
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
     _background: set[asyncio.Task] = field(default_factory=set)  # refreshes of caches, cancelled at close
+    _written: dict[str, float] = field(default_factory=dict)  # collection -> when this process last wrote it
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":
@@ -58,6 +60,13 @@ class Runtime:
         """Drop everything cached about `collection` (it was just written)."""
         for key in [k for k in self.caches if k[1] == collection]:
             del self.caches[key]
+
+    def mark_written(self, collection: str) -> None:
+        """This process just changed `collection`: caches read before now are stale at once."""
+        self._written[collection] = time.monotonic()
+
+    def written_at(self, collection: str) -> float:
+        return self._written.get(collection, float("-inf"))
 
     def spawn(self, coro) -> asyncio.Task:
         """Run `coro` in the background (a cache refresh), owned by the runtime."""

@@ -43,7 +43,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from qdrant_client import AsyncQdrantClient, models  # noqa: E402
+from qdrant_client import AsyncQdrantClient  # noqa: E402
 
 from agent.config import Settings  # noqa: E402
 from agent.registry.declaration import load_declaration  # noqa: E402
@@ -56,6 +56,7 @@ from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.knowledge.store import DENSE, SPARSE, ensure_collection, point_id  # noqa: E402
 from agent.knowledge.versions import HIDDEN  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
+import agent.store.models as models  # noqa: E402  (the seam's: either backend takes them)
 from agent.store.server import ServerStore  # noqa: E402
 from bench.bench_facilities import CHEAP, DECLARATION, HashedRandomEmbedder, synthetic  # noqa: E402
 

@@ -37,6 +37,7 @@ from agent.knowledge.search import search
 from agent.knowledge.sparse import bm25_document, bm25_query
 from agent.knowledge.store import DENSE, SPARSE
 from agent.runtime import Runtime
+from agent.store.server import to_qdrant  # the seam's models (bm25 vectors, fusion) for the client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,14 +52,15 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def hybrid_request(dense: list[float], sparse: models.SparseVector, limit: int = 5, query: str = "") -> dict:
+def hybrid_request(dense: list[float], sparse, limit: int = 5, query: str = "") -> dict:
+    sparse = to_qdrant(sparse)
     prefetch_limit = max(search_module.PREFETCH_MIN, 3 * limit)
     return dict(
         prefetch=[
             models.Prefetch(query=dense, using=DENSE, limit=prefetch_limit),
             models.Prefetch(query=sparse, using=SPARSE, limit=prefetch_limit),
         ],
-        query=search_module.fusion(query),
+        query=to_qdrant(search_module.fusion(query)),
         limit=limit,
         with_payload=True,
     )
@@ -121,7 +123,7 @@ async def synthetic(size: int, questions: list[str], reps: int) -> tuple[str, li
         points = [
             models.PointStruct(
                 id=start + i,
-                vector={DENSE: vecs[i].tolist(), SPARSE: bm25_document(texts[start + i], "en")},
+                vector={DENSE: vecs[i].tolist(), SPARSE: to_qdrant(bm25_document(texts[start + i], "en"))},
                 payload={"source": f"doc{(start + i) // 10}.md", "text": texts[start + i][:800]},
             )
             for i in range(len(vecs))

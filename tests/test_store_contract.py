@@ -9,8 +9,10 @@ import os
 import uuid
 
 import pytest
-from qdrant_client import AsyncQdrantClient, models
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qdrant_models
 
+import agent.store.models as models
 from agent.config import Settings
 from agent.knowledge.ingest import ingest
 from agent.knowledge.search import SearchFilters, search
@@ -180,6 +182,30 @@ async def test_dense_sparse_and_fused_queries(store):
     assert {p.payload["n"] for p in fused} & {2, 6}  # the dense and the sparse favourite
     filtered = await store.query_points(name, query=[1.0, 0.9, 0.5, 0.0], using="dense", query_filter=flt, limit=2)
     assert [p.id for p in filtered] == [_pid(8), _pid(6)]
+
+
+async def test_results_are_the_seams_models_and_qdrant_client_models_are_taken_too(store):
+    """Code above the seam builds agent/store/models.py's types and reads them back on either
+    backend; a request written with qdrant-client's own models means the same."""
+    name = await _filled(store)
+    page, _ = await store.scroll(name, limit=2, with_vectors=True)
+    assert all(isinstance(p, models.Record) for p in page)
+    assert isinstance(page[0].vector["sparse"], models.SparseVector)
+    hits = await store.query_points(name, query=[1.0, 0.9, 0.5, 0.0], using="dense", limit=2)
+    assert all(isinstance(p, models.ScoredPoint) for p in hits)
+
+    theirs = qdrant_models.Filter(must=[
+        qdrant_models.FieldCondition(key="n", range=qdrant_models.Range(gte=3, lt=6)),
+        qdrant_models.FieldCondition(key="source", match=qdrant_models.MatchExcept(**{"except": ["s1"]})),
+    ])
+    ours = models.Filter(must=[
+        models.FieldCondition(key="n", range=models.Range(gte=3, lt=6)),
+        models.FieldCondition(key="source", match=models.MatchExcept(except_=["s1"])),
+    ])
+    assert await store.count(name, theirs) == await store.count(name, ours) == 2
+    sparse = await store.query_points(name, query=qdrant_models.SparseVector(indices=[103], values=[1.0]),
+                                      using="sparse", limit=3)
+    assert [p.id for p in sparse] == [_pid(3)]
 
 
 def test_edge_refuses_collection_names_that_are_not_plain_directory_names(tmp_path):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models
+import agent.store.models as models
 from agent.knowledge import calibration, statistics
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge import versions

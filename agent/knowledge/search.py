@@ -12,8 +12,8 @@ import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
-from qdrant_client import models
 
+import agent.store.models as models
 from agent.knowledge import versions
 from agent.knowledge import calibration
 from agent.knowledge.embedders import EmbedderError

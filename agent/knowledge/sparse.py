@@ -22,8 +22,8 @@ from collections import Counter
 from functools import lru_cache
 
 import snowballstemmer
-from qdrant_client import models
 
+import agent.store.models as models
 from agent.accents import fold
 from agent.knowledge.language import _STOP, detect_language
 

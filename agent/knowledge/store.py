@@ -13,8 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models
-
+import agent.store.models as models
 from agent.knowledge import versions
 
 if TYPE_CHECKING:

@@ -26,10 +26,10 @@ import hashlib
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from qdrant_client import models
+import agent.store.models as models
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -79,8 +79,9 @@ def visible(flt: models.Filter | None, metadata: dict[str, Any] | None) -> model
     exclude = models.FieldCondition(key=VERSION, match=models.MatchAny(any=versions))
     if flt is None:
         return models.Filter(must_not=[exclude])
+    flt = models.neutral(flt)
     must_not = flt.must_not if isinstance(flt.must_not, list) else ([flt.must_not] if flt.must_not else [])
-    return flt.model_copy(update={"must_not": [*must_not, exclude]})
+    return replace(flt, must_not=[*must_not, exclude])
 
 
 def _entry(source: str, state: State) -> dict[str, Any]:

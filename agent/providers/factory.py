@@ -12,32 +12,41 @@ from collections.abc import Callable, Iterable
 
 from agent.config import Settings
 from agent.providers.base import Provider, ProviderNotConfigured
-from agent.providers.retry import Backoff
+
+# Each builder imports its provider module, and with it the SDK, instructor and tenacity, only
+# when a provider is built: a process with no model configured (e.g. `askdesk ask` search-only)
+# never loads them.
+
+
+def _backoff(settings: Settings | None):
+    from agent.providers.retry import Backoff
+
+    return Backoff.from_settings(settings)
 
 
 def _openai(settings: Settings | None) -> Provider:
     from agent.providers.openai import OpenAIProvider
 
-    return OpenAIProvider(backoff=Backoff.from_settings(settings))
+    return OpenAIProvider(backoff=_backoff(settings))
 
 
 def _groq(settings: Settings | None) -> Provider:
     from agent.providers.groq import GroqProvider
 
-    return GroqProvider(backoff=Backoff.from_settings(settings))
+    return GroqProvider(backoff=_backoff(settings))
 
 
 def _gemini(settings: Settings | None) -> Provider:
     from agent.providers.gemini import GeminiProvider
 
-    return GeminiProvider(backoff=Backoff.from_settings(settings))
+    return GeminiProvider(backoff=_backoff(settings))
 
 
 def _compatible(name: str) -> Callable[[Settings | None], Provider]:
     def build(settings: Settings | None) -> Provider:
         from agent.providers.compatible import CompatibleProvider
 
-        return CompatibleProvider(name, settings=settings, backoff=Backoff.from_settings(settings))
+        return CompatibleProvider(name, settings=settings, backoff=_backoff(settings))
 
     return build
 

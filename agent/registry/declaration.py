@@ -27,6 +27,7 @@ from agent.registry.fields import (
     TagsField,
 )
 from agent.registry.template import Piece
+from agent.yamlio import safe_load
 
 
 class DeclarationError(ValueError):
@@ -202,7 +203,7 @@ def parse_declaration(data: object, source: str) -> Declaration:
 def load_declaration(path: Path | str) -> Declaration:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DeclarationError(f"{path}: cannot read the registry declaration ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:

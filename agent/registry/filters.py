@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from qdrant_client import models
-
+import agent.store.models as models
 from agent.registry.declaration import Declaration
 from agent.registry.geocoder import METERS_PER_MILE, Geocoder
 from agent.registry.places import KnownPlaces, Place, UnknownPlace

@@ -69,4 +69,5 @@ async def ingest_rows(runtime: "Runtime", schema: RecordSchema, parsed: ParsedRo
     report.removed = len(gone)
     if changed or gone:
         await mark_changed(runtime, collection)
+        runtime.mark_written(collection)  # this process's registries re-read their places at once
     return report

@@ -2,7 +2,9 @@
 `<data_dir>/registries/*.yaml` (where `askdesk registry ingest --declaration` puts a copy).
 
 A broken or conflicting declaration stops start-up with one line naming the file and the key.
-Two copies of one declaration (the same content) count once.
+Two copies of one declaration (the same content) count once. The engine's modules are imported
+inside the functions: a process that only asks whether any registry is declared
+(`declaration_paths`, e.g. `askdesk ask` on a knowledge base alone) never loads them.
 """
 
 from __future__ import annotations
@@ -10,13 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.registry.declaration import Declaration, DeclarationError, load_declaration
-from agent.registry.gazetteer import Gazetteer
-from agent.registry.registry import Registry
-from agent.registry.words import load_generic_words
-
 if TYPE_CHECKING:
     from agent.config import Settings
+    from agent.registry.declaration import Declaration
+    from agent.registry.gazetteer import Gazetteer
+    from agent.registry.registry import Registry
     from agent.runtime import Runtime
 
 REGISTRIES_DIR = "registries"  # under the data dir
@@ -34,7 +34,9 @@ def declaration_paths(settings: "Settings") -> list[Path]:
 
 def load_declarations(settings: "Settings") -> list[Declaration]:
     """Every declared registry, validated (DeclarationError: one line naming the file and key)."""
-    out: dict[str, Declaration] = {}
+    from agent.registry.declaration import DeclarationError, load_declaration
+
+    out: dict[str, "Declaration"] = {}
     texts: dict[str, str] = {}
     for path in declaration_paths(settings):
         if not path.is_file():
@@ -57,9 +59,12 @@ def load_declarations(settings: "Settings") -> list[Declaration]:
 
 def build_registries(runtime: "Runtime", declarations: list[Declaration] | None = None) -> list[Registry]:
     """One `Registry` per declaration over `runtime`, sharing the language words and gazetteers."""
+    from agent.registry.registry import Registry
+    from agent.registry.words import load_generic_words
+
     declarations = load_declarations(runtime.settings) if declarations is None else declarations
     words = load_generic_words()
-    gazetteers: dict[tuple, Gazetteer] = {}
+    gazetteers: dict[tuple, "Gazetteer"] = {}
     out = []
     for decl in declarations:
         registry = Registry(decl, runtime, words=words)
@@ -71,6 +76,8 @@ def build_registries(runtime: "Runtime", declarations: list[Declaration] | None 
 
 def find_declaration(settings: "Settings", name: str) -> Declaration:
     """The deployment's registry `name` (DeclarationError when none or a broken one)."""
+    from agent.registry.declaration import DeclarationError
+
     declarations = load_declarations(settings)
     for decl in declarations:
         if decl.name == name:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models
-
+import agent.store.models as models
 from agent.registry.arguments import MAX_RESULTS, build_args_model
 from agent.registry.claims import Claims
 from agent.registry.command import CommandRunner
@@ -88,7 +87,8 @@ class Registry:
     async def places(self) -> _Places:
         now = time.monotonic()
         cached = self._places
-        if cached is not None and now - cached.checked < CHECK_SECONDS:
+        if cached is not None and now - cached.checked < CHECK_SECONDS and \
+                cached.checked > self.runtime.written_at(self.collection):
             return cached
         async with self._loading:
             meta = await self.runtime.store.collection_metadata(self.collection)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qdrant_client import models
 
+import agent.store.models as models
 from agent.knowledge.sparse import bm25_query
 from agent.knowledge.store import DENSE, SPARSE
 from agent.registry.arguments import MAX_RESULTS

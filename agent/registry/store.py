@@ -13,8 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models
-
+import agent.store.models as models
 from agent.knowledge.embed_cache import embed_with_cache, open_cache
 from agent.knowledge.sparse import bm25_document
 from agent.knowledge.store import DENSE, SPARSE, ensure_collection

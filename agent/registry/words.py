@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from agent.accents import fold
+from agent.yamlio import safe_load
 
 WORDS_FILE = "registry_words.yaml"
 
@@ -53,7 +53,7 @@ class GenericWords(BaseModel):
 
 def load_generic_words() -> GenericWords:
     text = resources.files("agent.data").joinpath(WORDS_FILE).read_text(encoding="utf-8")
-    return GenericWords(**yaml.safe_load(text))
+    return GenericWords(**safe_load(text))
 
 
 def phrases_re(phrases: list[str]) -> re.Pattern | None:

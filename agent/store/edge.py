@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
-from qdrant_client import models
 
 from agent.private import private_tree, restrict_umask
 import agent.store.edge_convert as cv
+import agent.store.models as models
 from agent.store.base import WithPayload, WithVectors
 from agent.store.lock import DirectoryLock
 
@@ -149,7 +149,7 @@ class EdgeStore:
         existing = set(shard.info().payload_schema)
         for field_name, schema in fields.items():
             if field_name not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(field_name, cv.SCHEMA_TYPES[schema]))
+                shard.update(qe.UpdateOperation.create_field_index(field_name, cv.schema_type(schema)))
 
     def update_metadata_sync(self, name: str, metadata: dict[str, Any]) -> None:
         meta = self._read_meta(name) or {}

@@ -1,6 +1,7 @@
-"""qdrant-client `models` (the Qdrant API schema used above the store seam) to and from
-Qdrant Edge's native types. Only what askdesk uses is translated; anything else raises
-`TypeError` so a new kind of query fails loudly in the contract tests, not silently."""
+"""The store seam's models (agent/store/models.py, shaped like the Qdrant API's) to and from
+Qdrant Edge's native types. qdrant-client's own models are taken too (`models.neutral`), but
+qdrant-client is never imported here. Only what askdesk uses is translated; anything else
+raises `TypeError` so a new kind of query fails loudly in the contract tests, not silently."""
 
 from __future__ import annotations
 
@@ -8,18 +9,25 @@ from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
-from qdrant_client import models
 
-SCHEMA_TYPES = {
-    models.PayloadSchemaType.KEYWORD: qe.PayloadSchemaType.Keyword,
-    models.PayloadSchemaType.INTEGER: qe.PayloadSchemaType.Integer,
-    models.PayloadSchemaType.FLOAT: qe.PayloadSchemaType.Float,
-    models.PayloadSchemaType.GEO: qe.PayloadSchemaType.Geo,
-    models.PayloadSchemaType.TEXT: qe.PayloadSchemaType.Text,
-    models.PayloadSchemaType.BOOL: qe.PayloadSchemaType.Bool,
-    models.PayloadSchemaType.DATETIME: qe.PayloadSchemaType.Datetime,
-    models.PayloadSchemaType.UUID: qe.PayloadSchemaType.Uuid,
+import agent.store.models as models
+from agent.store.models import neutral
+
+_SCHEMA_TYPES = {
+    models.PayloadSchemaType.KEYWORD.value: qe.PayloadSchemaType.Keyword,
+    models.PayloadSchemaType.INTEGER.value: qe.PayloadSchemaType.Integer,
+    models.PayloadSchemaType.FLOAT.value: qe.PayloadSchemaType.Float,
+    models.PayloadSchemaType.GEO.value: qe.PayloadSchemaType.Geo,
+    models.PayloadSchemaType.TEXT.value: qe.PayloadSchemaType.Text,
+    models.PayloadSchemaType.BOOL.value: qe.PayloadSchemaType.Bool,
+    models.PayloadSchemaType.DATETIME.value: qe.PayloadSchemaType.Datetime,
+    models.PayloadSchemaType.UUID.value: qe.PayloadSchemaType.Uuid,
 }
+
+
+def schema_type(schema: Any) -> Any:
+    """A payload index type (ours, qdrant-client's, or its string) as Edge's."""
+    return _SCHEMA_TYPES[getattr(schema, "value", schema)]
 
 
 def _value(value: Any) -> Any:
@@ -29,18 +37,20 @@ def _value(value: Any) -> Any:
 
 
 def _match(match: Any) -> Any:
+    match = neutral(match)
     if isinstance(match, models.MatchValue):
         return qe.MatchValue(value=_value(match.value))
     if isinstance(match, models.MatchAny):
         return qe.MatchAny(any=list(match.any))
     if isinstance(match, models.MatchExcept):
-        return qe.MatchExcept(except_=list(match.except_))
+        return qe.MatchExcept(list(match.except_))  # its keyword is `except` (the stub says except_)
     if isinstance(match, models.MatchText):
         return qe.MatchText(text=match.text)
     raise TypeError(f"unsupported match for Qdrant Edge: {match!r}")
 
 
 def _field(cond: models.FieldCondition) -> qe.FieldCondition:
+    cond = neutral(cond)
     kwargs: dict[str, Any] = {}
     if cond.match is not None:
         kwargs["match"] = _match(cond.match)
@@ -67,6 +77,7 @@ def _field(cond: models.FieldCondition) -> qe.FieldCondition:
 
 
 def _condition(cond: Any) -> Any:
+    cond = neutral(cond)
     if isinstance(cond, models.FieldCondition):
         return _field(cond)
     if isinstance(cond, models.Filter):
@@ -91,17 +102,22 @@ def _conditions(conds: Any) -> list[Any] | None:
 def to_filter(flt: models.Filter | None) -> qe.Filter | None:
     if flt is None:
         return None
+    flt = neutral(flt)
+    if not isinstance(flt, models.Filter):
+        raise TypeError(f"not a filter: {flt!r}")
     return qe.Filter(must=_conditions(flt.must), should=_conditions(flt.should), must_not=_conditions(flt.must_not))
 
 
 def to_vector(vector: Any) -> Any:
     """A dense list or a sparse vector, as Edge wants it."""
+    vector = neutral(vector)
     if isinstance(vector, models.SparseVector):
         return qe.SparseVector(indices=list(vector.indices), values=list(vector.values))
     return [float(x) for x in vector]
 
 
 def to_point(point: models.PointStruct) -> qe.Point:
+    point = neutral(point)
     vector = point.vector
     if not isinstance(vector, dict):
         raise TypeError("askdesk points carry named vectors")
@@ -112,6 +128,7 @@ def to_query(query: Any, using: str | None) -> Any:
     """A vector (nearest neighbours `using` a named vector) or a fusion of prefetches."""
     if query is None:
         return None
+    query = neutral(query)
     if isinstance(query, models.RrfQuery):
         return qe.Fusion.Rrf(k=query.rrf.k if query.rrf.k is not None else 2, weights=query.rrf.weights)
     if isinstance(query, models.FusionQuery) and query.fusion == models.Fusion.RRF:
@@ -119,13 +136,14 @@ def to_query(query: Any, using: str | None) -> Any:
     if isinstance(query, models.FusionQuery) and query.fusion == models.Fusion.DBSF:
         return qe.Fusion.Dbsf()
     if isinstance(query, models.NearestQuery):
-        query = query.nearest
+        query = neutral(query.nearest)
     if isinstance(query, (list, models.SparseVector)):
         return qe.Query.Nearest(to_vector(query), using=using)
     raise TypeError(f"unsupported query for Qdrant Edge: {type(query).__name__}")
 
 
 def to_prefetch(prefetch: models.Prefetch) -> qe.Prefetch:
+    prefetch = neutral(prefetch)
     nested = prefetch.prefetch
     if nested is not None and not isinstance(nested, list):
         nested = [nested]

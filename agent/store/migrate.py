@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qdrant_client import models
+import agent.store.models as models
 
 if TYPE_CHECKING:
     from agent.store.edge import EdgeStore

@@ -3,18 +3,53 @@
 Any number of processes (bot replicas, CLI commands) can share one server. Tests also run
 this backend over qdrant-client's local mode (`AsyncQdrantClient(path=...)`), which speaks the
 same API in-process.
+
+This module imports qdrant-client (about 0.7 s), and `open_store` imports this module only when
+`ASKDESK_QDRANT_URL` is set (the one other user of the client is migrate.py's one-time move of
+an old local-mode data dir). Requests arrive as the seam's models (agent/store/models.py) and
+go to the client as qdrant-client's models of the same names (`to_qdrant`); results come back
+as the seam's models.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from enum import Enum
 from typing import Any
 
-from qdrant_client import AsyncQdrantClient, models
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
 
+import agent.store.models as models
 from agent.store.base import WithPayload, WithVectors
 
 DENSE = "dense"
 SPARSE = "sparse"
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_SHAPES: dict[type, tuple[Any, tuple[tuple[str, str], ...]]] = {}  # ours -> (theirs, (field, keyword)...)
+
+
+def to_qdrant(value: Any) -> Any:
+    """The seam's models (agent/store/models.py), at any depth, as qdrant-client's models of the
+    same name; qdrant-client's own and plain values pass as they are."""
+    kind = type(value)
+    if kind.__module__ == models.__name__:
+        if isinstance(value, Enum):
+            return getattr(qm, kind.__name__)(value.value)
+        shape = _SHAPES.get(kind)
+        if shape is None:
+            theirs = getattr(qm, kind.__name__)
+            shape = _SHAPES[kind] = (theirs, tuple((f.name, theirs.model_fields[f.name].alias or f.name)
+                                                   for f in dataclasses.fields(kind)))
+        theirs, fields = shape
+        return theirs(**{keyword: to_qdrant(getattr(value, name)) for name, keyword in fields})
+    if isinstance(value, list):
+        if _PLAIN.issuperset(map(type, value)):
+            return value  # a dense vector, ids or keywords: as it is
+        return [to_qdrant(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_qdrant(v) for k, v in value.items()}
+    return value
 
 
 class ServerStore:
@@ -40,8 +75,8 @@ class ServerStore:
     async def create_collection(self, name: str, *, dim: int, metadata: dict[str, Any]) -> None:
         await self.client.create_collection(
             name,
-            vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            vectors_config={DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
             metadata=metadata,
         )
 
@@ -54,23 +89,24 @@ class ServerStore:
         existing = set(((await self.client.get_collection(name)).payload_schema or {}).keys())
         for field_name, schema in fields.items():
             if field_name not in existing:
-                await self.client.create_payload_index(name, field_name, schema, wait=True)
+                await self.client.create_payload_index(name, field_name, to_qdrant(schema), wait=True)
 
     async def upsert(self, name: str, points: list[models.PointStruct]) -> None:
-        await self.client.upsert(name, points=points, wait=True)
+        await self.client.upsert(name, points=to_qdrant(points), wait=True)
 
     async def set_payload(self, name: str, payload: dict[str, Any], flt: models.Filter) -> None:
-        await self.client.set_payload(name, payload=payload, points=models.FilterSelector(filter=flt), wait=True)
+        await self.client.set_payload(name, payload=payload, points=qm.FilterSelector(filter=to_qdrant(flt)),
+                                     wait=True)
 
     async def delete_ids(self, name: str, ids: list[str]) -> None:
         if ids:
-            await self.client.delete(name, points_selector=models.PointIdsList(points=ids), wait=True)
+            await self.client.delete(name, points_selector=qm.PointIdsList(points=ids), wait=True)
 
     async def delete_where(self, name: str, flt: models.Filter) -> None:
-        await self.client.delete(name, points_selector=models.FilterSelector(filter=flt), wait=True)
+        await self.client.delete(name, points_selector=qm.FilterSelector(filter=to_qdrant(flt)), wait=True)
 
     async def count(self, name: str, flt: models.Filter | None = None) -> int:
-        return (await self.client.count(name, count_filter=flt, exact=True)).count
+        return (await self.client.count(name, count_filter=to_qdrant(flt), exact=True)).count
 
     async def scroll(
         self,
@@ -82,13 +118,15 @@ class ServerStore:
         with_payload: WithPayload = True,
         with_vectors: WithVectors = False,
     ) -> tuple[list[models.Record], Any]:
-        return await self.client.scroll(
-            name, scroll_filter=scroll_filter, limit=limit, offset=offset,
+        records, next_offset = await self.client.scroll(
+            name, scroll_filter=to_qdrant(scroll_filter), limit=limit, offset=offset,
             with_payload=with_payload, with_vectors=with_vectors,  # type: ignore[arg-type]
         )
+        return [models.neutral(r) for r in records], next_offset
 
     async def retrieve(self, name: str, ids: list[str], *, with_payload: WithPayload = True) -> list[models.Record]:
-        return await self.client.retrieve(name, ids=ids, with_payload=with_payload)  # type: ignore[arg-type]
+        records = await self.client.retrieve(name, ids=ids, with_payload=with_payload)  # type: ignore[arg-type]
+        return [models.neutral(r) for r in records]
 
     async def query_points(
         self,
@@ -103,10 +141,11 @@ class ServerStore:
         with_vectors: WithVectors = False,
     ) -> list[models.ScoredPoint]:
         response = await self.client.query_points(
-            name, query=query, using=using, prefetch=prefetch, query_filter=query_filter, limit=limit,
+            name, query=to_qdrant(query), using=using, prefetch=to_qdrant(prefetch),
+            query_filter=to_qdrant(query_filter), limit=limit,
             with_payload=with_payload, with_vectors=with_vectors,  # type: ignore[arg-type]
         )
-        return response.points
+        return [models.neutral(p) for p in response.points]
 
     async def optimize(self, name: str) -> None:
         return None  # the server's optimizer runs on its own

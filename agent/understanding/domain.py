@@ -16,10 +16,10 @@ import re
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.accents import fold
+from agent.yamlio import safe_load
 
 
 class Domain(BaseModel):
@@ -61,7 +61,7 @@ EMPTY = Domain()
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime: float) -> Domain:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    data = safe_load(Path(path).read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping (description, capabilities, examples, terms, ...)")
     return Domain(**{k: v for k, v in data.items() if k in Domain.model_fields and v})  # older keys are ignored

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
-from rich.panel import Panel
 
 from agent.config import Settings, load_settings
-from bot.commands.live import LiveAnswer
+
+# rich's Markdown (markdown-it, pygments) and the live view are imported where a terminal
+# answer is drawn: `ask --json` prints JSON and never loads them.
 
 EXIT_WORDS = {"exit", "quit", ":q", "bye"}
 
@@ -32,6 +32,9 @@ def _console(stderr: bool = False) -> Console:
 def render_answer(console: Console, result, *, shown_notice: str | None = None, streamed: bool = False) -> None:
     """Answer as Markdown (unless it streamed), then its sources, then the notice (unless
     already shown this session)."""
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
     if not streamed:
         console.print(Markdown(result.answer))
     if result.references:
@@ -57,7 +60,11 @@ class TerminalReply:
         self.streams = not as_json
         self.header = header
         self.shown_notice = shown_notice
-        self.live = None if as_json else LiveAnswer(console, header=header)
+        self.live = None
+        if not as_json:
+            from bot.commands.live import LiveAnswer
+
+            self.live = LiveAnswer(console, header=header)
 
     async def progress(self, step: str) -> None:
         if not self.as_json:
@@ -144,6 +151,8 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
 
     shown = service.models.notice if service.search_only else None
     if shown:
+        from rich.panel import Panel
+
         console.print(Panel(shown, border_style="yellow", title="note", title_align="left"))
     try:
         scripted = list(questions) if questions is not None else None
