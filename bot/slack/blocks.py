@@ -5,6 +5,10 @@ context block, numbered like the citations in the text. Slack caps the markdown 
 one message at 12,000 characters in total (and rejects payloads a little above that), a
 context block at 10 elements and a button value at 2,000 characters, so long answers are
 split into several messages at paragraph boundaries, never inside a code fence or table.
+
+Text from documents, registries or a model is escaped here (bot/slack/escape.py) as it goes
+into a field — answers with `safe_markdown`, everything in mrkdwn with `safe_mrkdwn` — and the
+bot's own markup (source links, `<@U…>`) is added around it afterwards.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from agent.capabilities.base import Command, CommandResult, RecordView
 from agent.markdown import segments
 from agent.prompts import PromptSet, default_prompts
 from agent.references import Reference
+from bot.slack.escape import escaped_size, safe_markdown, safe_mrkdwn, web_link
 
 PART_CHARS = 8000  # per message: well inside the 12k markdown-block budget, room for sources
+ESCAPED_PART_CHARS = 11_000  # a part once escaped (`&` -> `&amp;`...): re-split above this
 FALLBACK_TEXT_CHARS = 3000  # notification / screen-reader text
 MAX_SOURCES = 8
 BUTTON_VALUE_CHARS = 2000
@@ -30,12 +36,15 @@ RECORDS_SHARE = "records_share"
 Block = dict[str, Any]
 
 
-def escape_mrkdwn(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def plain(text: str, limit: int = 3000) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most `limit` characters; escaped text is never cut inside an entity (`&amp;`)."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    entity = text.rfind("&", max(cut - 5, 0), cut)
+    if entity >= 0 and ";" not in text[entity:cut]:
+        cut = entity
+    return text[:cut] + "…"
 
 
 # --- splitting ----------------------------------------------------------------------------
@@ -120,16 +129,29 @@ def split_markdown(text: str, limit: int = PART_CHARS) -> list[str]:
 # --- answers ---------------------------------------------------------------------------------
 
 
-def markdown_block(text: str) -> Block:
-    return {"type": "markdown", "text": text}
+def markdown_block(safe: str) -> Block:
+    """A `markdown` block around text already escaped (`safe_markdown`)."""
+    return {"type": "markdown", "text": safe}
+
+
+def answer_parts(answer: str, limit: int = PART_CHARS) -> list[str]:
+    """The answer's messages (raw): split between paragraphs, and again where a part would be
+    too long for one message once escaped (`<` -> `&lt;`: code full of markup grows)."""
+    out: list[str] = []
+    for part in split_markdown(answer, limit):
+        size = escaped_size(part)
+        if size > ESCAPED_PART_CHARS and limit > 1000:
+            out.extend(answer_parts(part, max(1000, limit * ESCAPED_PART_CHARS // size - 200)))
+        else:
+            out.append(part)
+    return out
 
 
 def source_lines(references: Iterable[Reference]) -> list[str]:
-    lines = []
-    for n, ref in enumerate(list(references)[:MAX_SOURCES], start=1):
-        label = escape_mrkdwn(plain(ref.label(), 300))
-        lines.append(f"[{n}] <{ref.url}|{label}>" if ref.url else f"[{n}] {label}")
-    return lines
+    """`[n] title — section`, linked when the source has a web address (titles and addresses
+    come from documents: escaped, the address checked, inside the bot's own link)."""
+    return [f"[{n}] {web_link(ref.url, plain(ref.label(), 300))}"
+            for n, ref in enumerate(list(references)[:MAX_SOURCES], start=1)]
 
 
 def _texts(prompts: "PromptSet | None") -> "PromptSet":
@@ -149,7 +171,7 @@ def sources_block(references: list[Reference], prompts: "PromptSet | None" = Non
 
 
 def notice_block(notice: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": plain(f":information_source: {escape_mrkdwn(notice)}")}]}
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": plain(f":information_source: {safe_mrkdwn(notice)}")}]}
 
 
 def feedback_value(answer_id: str, route: str, references: list[Reference]) -> str:
@@ -199,19 +221,25 @@ def answer_messages(
     answer: str, references: list[Reference], *, notice: str | None, value: str | None,
     prompts: "PromptSet | None" = None,
 ) -> list[list[Block]]:
-    """Blocks of each message of an answer; the footer rides on the last one."""
-    parts = split_markdown(answer or "…")
-    messages = [[markdown_block(p)] for p in parts]
+    """Blocks of each message of an answer (escaped here); the footer rides on the last one."""
+    messages = [[markdown_block(safe_markdown(p))] for p in answer_parts(answer or "…")]
     messages[-1].extend(footer_blocks(references, notice, value, prompts))
     return messages
 
 
-def fallback_text(text: str) -> str:
-    return plain(text, FALLBACK_TEXT_CHARS)
+def fallback_text(safe: str) -> str:
+    """A message's `text` (notifications, screen readers) from its escaped Markdown."""
+    return plain(safe, FALLBACK_TEXT_CHARS)
 
 
-def note_blocks(text: str) -> list[Block]:
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": plain(text)}}]
+def note_blocks(mrkdwn: str) -> list[Block]:
+    """A section of the bot's own mrkdwn (untrusted parts escaped by the caller)."""
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": plain(mrkdwn)}}]
+
+
+def usage_blocks(usage: str) -> list[Block]:
+    """A command's usage text (plain text from its declaration) as a code block."""
+    return note_blocks(f"```\n{safe_mrkdwn(usage)}\n```")
 
 
 # --- registry commands (/NAME text) ----------------------------------------------------------
@@ -222,9 +250,9 @@ ICONS = {"phone": ":telephone_receiver:"}  # RecordView detail hints, as Slack d
 
 def record_line(view: RecordView) -> str:
     """One compact result: *title*, then its details line (address · phone · ages · distance)."""
-    details = " · ".join(f"{ICONS[d.icon]} {escape_mrkdwn(d.text)}" if d.icon in ICONS else escape_mrkdwn(d.text)
+    details = " · ".join(f"{ICONS[d.icon]} {safe_mrkdwn(d.text)}" if d.icon in ICONS else safe_mrkdwn(d.text)
                          for d in view.details if d.text)
-    return f"*{escape_mrkdwn(view.title)}*\n" + details
+    return f"*{safe_mrkdwn(view.title)}*\n" + details
 
 
 def share_value(command: Command, text: str) -> str:
@@ -238,12 +266,12 @@ def record_blocks(result: CommandResult, command: Command, *, shareable: bool, s
     texts = _texts(prompts)
     records = result.records
     header = (f"*{texts.render('records_heading', records=command.records)}:* "
-              f"{escape_mrkdwn(plain(result.summary or result.text, 500))}")
+              f"{safe_mrkdwn(plain(result.summary or result.text, 500))}")
     if shared_by:
         header += " — " + texts.render("records_shared_by", user=shared_by)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
     if result.notes:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": plain(escape_mrkdwn("; ".join(result.notes)), 2000)}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": plain(safe_mrkdwn("; ".join(result.notes)), 2000)}]})
     if not records:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": texts.render("records_none", records=command.records)}})
     for view in records[:MAX_RECORDS]:
@@ -266,10 +294,12 @@ def record_blocks(result: CommandResult, command: Command, *, shareable: bool, s
 
 
 def records_text(result: CommandResult, command: Command, prompts: "PromptSet | None" = None) -> str:
-    """Notification text of a registry command's result."""
+    """Notification text of a registry command's result (mrkdwn: the request and the records'
+    names escaped)."""
     texts = _texts(prompts)
     if not result.records:
-        return texts.render("records_none_for", records=command.records, query=result.summary or result.text)
+        return texts.render("records_none_for", records=command.records,
+                            query=safe_mrkdwn(result.summary or result.text))
     names = ", ".join(v.title for v in result.records[:5])
     return plain(texts.render("records_found", count=len(result.records), records=command.records,
-                              summary=result.summary, names=names))
+                              summary=safe_mrkdwn(result.summary), names=safe_mrkdwn(names)))

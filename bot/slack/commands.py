@@ -19,7 +19,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from agent.capabilities.base import Command
-from bot.slack.blocks import note_blocks, record_blocks, records_text
+from bot.slack.blocks import record_blocks, records_text, usage_blocks
+from bot.slack.escape import safe_mrkdwn
 from bot.turn import TurnRunner, new_id
 
 log = logging.getLogger("askdesk.slack")
@@ -36,8 +37,7 @@ def _listener(command: Command):
     async def run_command(ack: AsyncAck, body: dict, respond: AsyncRespond, runner: Any) -> None:
         text = (body.get("text") or "").strip()
         if not text or text.lower() in HELP_WORDS:
-            usage = f"```\n{command.help()}\n```"
-            await ack(text=command.help(), blocks=note_blocks(usage), response_type="ephemeral")
+            await ack(text=safe_mrkdwn(command.help()), blocks=usage_blocks(command.help()), response_type="ephemeral")
             return
         await ack(text=runner.prompts.render("command_searching", records=command.records), response_type="ephemeral")
         await run_and_respond(runner, command, text, respond)
@@ -58,7 +58,7 @@ async def run_and_respond(runner: TurnRunner, command: Command, text: str, respo
                       replace_original=True)
         return
     if result.is_help:
-        await respond(text=result.reply, blocks=note_blocks(f"```\n{result.reply}\n```"), response_type="ephemeral",
+        await respond(text=safe_mrkdwn(result.reply), blocks=usage_blocks(result.reply), response_type="ephemeral",
                       replace_original=True)
         return
     await respond(

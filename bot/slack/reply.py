@@ -8,6 +8,10 @@ writes it (`text`, through a TextBuffer: the first words at once, then one appen
 with the sources and feedback buttons. In DMs (Slack's agent messaging
 experience) progress goes to the thread status instead (Bolt's `set_status`).
 
+Answer text is escaped on its way out (bot/slack/escape.py): streamed text piece by piece with
+`MarkdownStream` (a piece knows what went before it; an unfinished link waits for the next
+piece), posted answers by `answer_messages`. `appended` keeps the raw text already streamed.
+
 Failures degrade one message, not the workspace: a Slack 5xx or a dropped connection on
 chat.startStream makes *this* answer a placeholder that is updated, and the next answer
 streams again. Only an explicit refusal (streaming or agent status not enabled for the
@@ -25,7 +29,8 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
-from bot.slack.blocks import PART_CHARS, answer_messages, fallback_text, feedback_value, footer_blocks, split_markdown
+from bot.slack.blocks import PART_CHARS, answer_messages, answer_parts, fallback_text, feedback_value, footer_blocks
+from bot.slack.escape import MarkdownStream, escaped_size, safe_mrkdwn
 from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
 
@@ -89,7 +94,10 @@ class Reply:
         self.tasks: list[str] = []
         self.posted_ts: list[str] = []
         self.buffer = TextBuffer(self._append_text, chars=STREAM_BUFFER_CHARS, seconds=STREAM_FLUSH_SECONDS)
-        self.appended = ""  # answer text already in the streamed message
+        self.appended = ""  # answer text already in the streamed message (raw, as the model wrote it)
+        self.markdown = MarkdownStream()  # escapes it piece by piece
+        self._held = ""  # text given to _append_text that waits for the next piece (an unfinished link)
+        self._stream_size = 0  # what the stream was given, counted as escaped (Slack's limits count that)
         self._tasks_done = False
         self._append_failed = False
 
@@ -118,7 +126,7 @@ class Reply:
                         log.warning("slack: stream progress failed: %s", describe(exc))
                         return
                     self._stream_failed(exc)
-            await self._placeholder(f"_{text}_")
+            await self._placeholder(f"_{text}_")  # a progress line: escaped like any text
         except Exception as exc:
             log.warning("slack: progress update failed: %s", describe(exc))
 
@@ -137,18 +145,26 @@ class Reply:
     async def text(self, delta: str) -> None:
         """The answer as the model writes it (Askdesk.answer's `on_text`): appended to the
         open stream; ignored where this answer is not streamed (it is posted whole)."""
-        if self.streaming and not self._append_failed and \
-                len(self.buffer.sent) + len(self.buffer.pending) + len(delta) <= PART_CHARS:
+        if self.streaming and not self._append_failed and self._stream_size + escaped_size(delta) <= PART_CHARS:
+            self._stream_size += escaped_size(delta)
             await self.buffer.add(delta)
+            if self._held and not self.appended:  # the first words wait for their link to end, not 4 s
+                await self.buffer.flush()
         # beyond one message's worth the text waits for finish(), which posts it in parts
 
     async def _append_text(self, text: str) -> None:
+        text = self._held + text
+        safe, ready = self.markdown.render(text)
+        self._held = text[ready:]
+        if not ready:
+            return
+        text = text[:ready]
         try:
             stream = await self._open_stream()
             # the first text also completes the running task: one call, not two
             chunks = [] if self._tasks_done else self._complete_last_task()
             self._tasks_done = True
-            await stream.append(markdown_text=text, chunks=chunks or None)
+            await stream.append(markdown_text=safe, chunks=chunks or None)
             self.appended += text
         except Exception as exc:
             if self.stream is not None and self.stream.ts:
@@ -191,9 +207,10 @@ class Reply:
 
     async def _placeholder(self, text: str) -> None:
         if self.placeholder_ts:
-            await self.client.chat_update(channel=self.channel, ts=self.placeholder_ts, text=text)
+            await self.client.chat_update(channel=self.channel, ts=self.placeholder_ts, text=safe_mrkdwn(text))
         else:
-            response = await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text)
+            response = await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts,
+                                                          text=safe_mrkdwn(text))
             self.placeholder_ts = response.get("ts")
 
     # --- the answer ----------------------------------------------------------------------
@@ -218,15 +235,17 @@ class Reply:
             assert self.stream is not None
             rest, more = _cut(answer, len(self.appended))
             footer = footer_blocks(references, notice, value, self.prompts) if not more else []
-            await self.stream.stop(markdown_text=rest or None, blocks=footer or None)
+            safe = self.markdown.render(rest, final=True)[0]
+            await self.stream.stop(markdown_text=safe or None, blocks=footer or None)
             if self.stream.ts:
                 self.posted_ts.append(self.stream.ts)
             if more:  # a very long answer: the rest in further messages, split as usual
                 await self._post_parts(answer_messages(more, references, notice=notice, value=value,
                                                        prompts=self.prompts), use_placeholder=False)
             return
-        parts = split_markdown(answer or "…")
+        parts = answer_parts(answer or "…")
         if self.streaming:
+            await self.buffer.close()  # no append may follow the stop call
             try:
                 await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts) if len(parts) == 1 else None)
             except Exception as exc:
@@ -244,11 +263,13 @@ class Reply:
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
         chunks = [] if self._tasks_done else self._complete_last_task()
-        await stream.stop(markdown_text=text, chunks=chunks or None, blocks=footer or None)
+        safe = self.markdown.render(text, final=True)[0]
+        await stream.stop(markdown_text=safe, chunks=chunks or None, blocks=footer or None)
         if stream.ts:
             self.posted_ts.append(stream.ts)
 
     async def _post_parts(self, messages: list[list[dict]], *, use_placeholder: bool = True) -> None:
+        """Post (or put in the placeholder) messages built by answer_messages: escaped already."""
         for blocks in messages:
             text = fallback_text("\n".join(b.get("text", "") for b in blocks if b.get("type") == "markdown"))
             if use_placeholder and self.placeholder_ts:
@@ -272,7 +293,7 @@ class Reply:
 def _cut(answer: str, streamed: int) -> tuple[str, str]:
     """(rest of the streamed message, text for further messages): a long answer's streamed
     message ends at the first paragraph break after the streamed text, outside code blocks."""
-    if len(answer) <= PART_CHARS:
+    if escaped_size(answer) <= PART_CHARS:
         return answer[streamed:], ""
     position = streamed
     while (cut := answer.find("\n\n", position)) >= 0:
