@@ -97,6 +97,12 @@ async def test_http_mode_serves_signed_events_on_slack_events(fake_slack, monkey
             async with http.post(f"{base}/slack/events", data=body,
                                  headers=signed_headers(body, secret="forged")) as r:
                 assert r.status == 401
+            for content_type in ("application/json", "application/x-www-form-urlencoded"):
+                async with http.post(f"{base}/slack/events", data="",
+                                     headers=signed_headers("", content_type=content_type)) as r:
+                    assert r.status == 400, content_type  # an empty signed body is no Slack payload
+            async with http.get(f"{base}/healthz") as r:
+                assert (await r.json()) == {"ok": True, "status": "ready"}  # warmed up before serving
     finally:
         stop.set()
         await asyncio.wait_for(server, 10)

@@ -29,3 +29,18 @@ async def test_a_service_nobody_warms_is_ready_as_built(kb_runtime, tmp_path):
     service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, store=MemoryConversationStore())
     assert service.ready
     await service.close()
+
+
+async def test_slack_healthz_says_starting_until_ready():
+    from aiohttp import web
+
+    from bot.slack.http import healthz
+
+    state = {"ready": False}
+    app = web.Application()
+    app.router.add_get("/healthz", healthz(lambda: state["ready"]))
+    async with TestClient(TestServer(app)) as client:
+        assert (await client.get("/healthz")).status == 503
+        state["ready"] = True
+        response = await client.get("/healthz")
+        assert response.status == 200 and (await response.json())["status"] == "ready"

@@ -122,7 +122,7 @@ class SlackApp:
         application = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
         if self.signing_secret:
             application.middlewares.append(request_guard(self.signing_secret, self._dispatch_event))
-        application.router.add_get("/healthz", healthz)
+        application.router.add_get("/healthz", healthz(lambda: self.services.askdesk.ready))
         return application
 
     def _dispatch_event(self, request: web.Request, body: str) -> None:

@@ -32,7 +32,7 @@ def _payload(body: str, content_type: str) -> dict[str, Any] | None:
         payload: Any = parse_body(body, content_type)
     except ValueError:  # bad JSON, in the body or in a form's `payload`
         return None
-    if not isinstance(payload, dict):
+    if not isinstance(payload, dict) or not payload:  # an empty body is no Slack payload either
         return None
     if payload.get("type") == "event_callback":
         event = payload.get("event")
@@ -69,5 +69,11 @@ def request_guard(signing_secret: str, dispatch_event: Callable[[web.Request, st
     return guard
 
 
-async def healthz(_: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
+def healthz(ready: Callable[[], bool]) -> Handler:
+    """GET /healthz: 200 "ready" once the service has warmed up, 503 "starting" before."""
+
+    async def health(_: web.Request) -> web.Response:
+        up = ready()
+        return web.json_response({"ok": up, "status": "ready" if up else "starting"}, status=200 if up else 503)
+
+    return health
