@@ -180,6 +180,7 @@ REQUIRED: dict[str, set[str]] = {
     "command_searching": {"records"},
     "command_error": {"record", "ref"},
     "delivery_error": {"ref"},
+    "shutdown_interrupted": set(),
     "sources_heading": set(),
     "feedback_helpful": set(),
     "feedback_not_helpful": set(),

@@ -11,6 +11,8 @@ service here too, and feedback is recorded here whatever surface it came from.
 
 from __future__ import annotations
 
+import asyncio
+
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -85,6 +87,14 @@ class Reply(Protocol):
         """Delivery failed: replace what was shown with `text`, best effort (may raise)."""
 
 
+async def last_word(reply: "Reply", text: str, surface: str, timeout: float = 3.0) -> None:
+    """Close what the user sees of a turn that is being cancelled (best effort, bounded)."""
+    try:
+        await asyncio.wait_for(reply.apologise(text), timeout)
+    except (Exception, asyncio.CancelledError) as exc:
+        log.warning("%s: the interrupted answer could not be closed: %s", surface, type(exc).__name__)
+
+
 class TurnRunner:
     """The flow around `Askdesk.answer` that every surface shares, with its per-process state."""
 
@@ -122,6 +132,9 @@ class TurnRunner:
         try:
             result = await self.askdesk.answer(request, progress=reply.progress,
                                                on_text=reply.text if reply.streams else None)
+        except asyncio.CancelledError:  # the process stops past its grace period: say so, then stop
+            await last_word(reply, self.prompts.render("shutdown_interrupted"), incoming.surface)
+            raise
         except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
             log.error("%s: answer failed (reference %s): %s", incoming.surface, answer_id, type(exc).__name__)
             result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge")

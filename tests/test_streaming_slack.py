@@ -4,6 +4,7 @@ slack_sdk's chat_stream against the recording fake Slack Web API."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
@@ -114,3 +115,23 @@ async def test_a_stream_stalling_past_the_turn_deadline_keeps_the_text_and_adds_
     shown, rest = reply["text"].split("\n\n", 1)
     assert ANSWER.startswith(shown) and len(shown) > 20
     assert "incomplete" in rest and "source:" in rest  # the note, then the passages
+
+
+async def test_an_answer_still_streaming_at_shutdown_is_closed_with_a_note(make_bot, fake_slack, llm):
+    """SIGTERM past the grace period: the half-written stream keeps its text and ends with a
+    note to ask again, instead of staying a stub."""
+    llm.check_complete = False  # the stalled stream is abandoned
+    llm.script(AGENT, Stream(final(ANSWER, KB_DOC), stall_after=200, stall=30.0))
+    slack = await make_bot(turn_timeout=60.0)
+    ts = "1700005500.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    for _ in range(100):  # until the answer has started to stream
+        if any(c.method == "chat.appendStream" for c in fake_slack.calls):
+            break
+        await asyncio.sleep(0.05)
+    await slack.bot.drain(timeout=0.2, cancel=True)
+
+    stops = [c for c in stream_calls(fake_slack) if c.method == "chat.stopStream"]
+    assert len(stops) == 1 and "restarted before this answer was finished" in text_of(stops[0]) + str(stops[0].args)
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    assert reply["text"].startswith(ANSWER[:20]) and "restarted" in reply["text"]

@@ -112,7 +112,7 @@ async def start_slack(settings, askdesk, runner, config: SlackConfig, host: str)
 
         async def stop_socket() -> None:
             await handler.close_async()
-            await bot.drain(timeout=30)
+            await bot.drain(timeout=30, cancel=True)  # SIGTERM: in-flight answers get 30 s
 
         return bot, stop_socket, None
     try:
@@ -124,7 +124,7 @@ async def start_slack(settings, askdesk, runner, config: SlackConfig, host: str)
 
     async def stop_http() -> None:
         await runner.cleanup()
-        await bot.drain(timeout=30)
+        await bot.drain(timeout=30, cancel=True)  # SIGTERM: in-flight answers get 30 s
 
     return bot, stop_http, port
 

@@ -103,8 +103,9 @@ class SlackApp:
         app.listener_runner.listener_start_handler = _Started(self.inflight)
         app.listener_runner.listener_completion_handler = _Finished(self.inflight)
 
-    async def drain(self, timeout: float = 10.0) -> None:
-        """Wait until listeners started so far have finished."""
+    async def drain(self, timeout: float = 10.0, *, cancel: bool = False) -> None:
+        """Wait until listeners started so far have finished; with `cancel` (shutting down),
+        those still running at `timeout` are cancelled, each closing its answer with a note."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         idle = 0
@@ -115,6 +116,11 @@ class SlackApp:
                 await asyncio.wait(list(self.inflight), timeout=max(0.01, deadline - loop.time()))
             else:
                 idle += 1
+        if cancel and self.inflight:
+            log.warning("slack: %d answer(s) still running at shutdown: closing them with a note", len(self.inflight))
+            for task in list(self.inflight):
+                task.cancel()
+            await asyncio.wait(list(self.inflight), timeout=5)
 
     def web_app(self) -> web.Application:
         """Bolt's aiohttp application (POST /slack/events) behind the request guard, plus

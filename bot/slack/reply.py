@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
 from bot.slack.blocks import PART_CHARS, answer_messages, answer_parts, fallback_text, feedback_value, footer_blocks
-from bot.slack.escape import MarkdownStream, escaped_size, safe_mrkdwn
+from bot.slack.escape import MarkdownStream, escaped_size, safe_markdown, safe_mrkdwn
 from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
 
@@ -283,7 +283,16 @@ class Reply:
             self.posted_ts.append(response.get("ts"))
 
     async def apologise(self, text: str) -> None:
-        """Replace whatever this reply showed with `text` (best effort: Slack may be down)."""
+        """Replace whatever this reply showed with `text` (best effort: Slack may be down); an
+        open stream keeps what it showed and is closed with `text`."""
+        if self.streaming and self.stream is not None and self.appended:
+            try:
+                rest, self._held = self._held + await self.buffer.close(), ""  # written but not yet shown
+                shown = self.markdown.render(rest, final=True)[0] if rest else ""
+                await self.stream.stop(markdown_text=f"{shown}\n\n{safe_markdown(text)}")
+                return
+            except Exception as exc:  # the stream is broken: say it in a message of its own
+                log.warning("slack: closing the stream failed: %s", describe(exc))
         if self.placeholder_ts:
             await self.client.chat_update(channel=self.channel, ts=self.placeholder_ts, text=text, blocks=[])
         else:
