@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 FORMAT = 1  # bumped when what the file holds changes: older files are rebuilt
 PAYLOAD = ["title", "section", "text", "lang"]  # what one chunk contributes
 COUNT_SLICE = 8  # chunks counted between two yields to the event loop (~5 ms)
+SCAN_PAGE = 128  # chunks read per store call while scanning (a short hold of the GIL)
 
 
 @dataclass
@@ -125,7 +126,7 @@ async def build(runtime: "Runtime", collection: str) -> Statistics:
     stats = Statistics(content_version=(metadata or {}).get(CONTENT_KEY))
     if metadata is not None:
         # counted page by page: a build in the background never holds the event loop for long
-        async for page in pages(runtime, collection, versions.visible(None, metadata), 512):
+        async for page in pages(runtime, collection, versions.visible(None, metadata), SCAN_PAGE):
             for i, payload in enumerate(page, start=1):
                 stats.count(payload)
                 if i % COUNT_SLICE == 0:
