@@ -58,6 +58,7 @@ async def test_a_hanging_agent_model_gets_search_results_within_the_deadline(ful
     assert "$92,041" in result.answer or "1,770" in result.answer  # the passages themselves
     assert "reference" not in result.answer
     assert len(llm_server.requests_for("openai")) <= 1  # a hang is not retried
+    assert result.llm_calls == 1  # the call that hung is counted
 
 
 async def test_router_and_agent_hanging_share_one_deadline(full_kb_runtime, llm_server, tmp_path):
