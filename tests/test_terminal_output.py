@@ -42,3 +42,20 @@ async def test_ingest_and_search_print_no_control_characters(tmp_path):
     rows = json.loads(found_json)  # the JSON keeps the data exactly, escaped
     assert rows[0]["source"] == ESC_NAME and "\x9b31m" in rows[0]["text"]
     assert json.loads(json_out)["unchanged"] == [ESC_NAME]
+
+
+async def test_answers_print_no_control_characters_and_no_console_markup(tmp_path):
+    """`askdesk ask` (drawn with rich) and `ask --json` quote the document and name its file:
+    neither may carry a control code to the terminal, and a title cannot inject rich markup."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / ESC_NAME).write_text(DOC.replace("# Payroll", "# Payroll [bold red]LOUD[/bold red]"), encoding="utf-8")
+    env = cli_env(tmp_path / "data")
+    assert (await run_cli(["ingest", str(kb)], env, timeout=240))[0] == 0
+    question = "when are zebrafinch staff pay days on the payroll calendar?"
+    (code, out, err), (json_code, json_out, _) = [await run_cli(args, env, timeout=240) for args in (
+        ["ask", question], ["ask", question, "--json"])]
+    assert code == 0 and json_code == 0 and "Traceback" not in err, err
+    assert not UNSAFE.search(out + err + json_out), repr(UNSAFE.findall(out + err + json_out))
+    assert "lists pay days" in out and "[bold red]LOUD[/bold red]" in out  # shown as written, not styled
+    assert "\x1b" in json.loads(json_out)["answer"]  # the JSON keeps the data, escaped

@@ -35,14 +35,20 @@ def render_answer(console: Console, result, *, shown_notice: str | None = None, 
     from rich.markdown import Markdown
     from rich.panel import Panel
 
-    if not streamed:
-        console.print(Markdown(result.answer))
+    from rich.markup import escape
+
+    from bot.printable import printable
+
+    if not streamed:  # answer text and labels come from documents and models: no control codes, no markup
+        console.print(Markdown(printable(result.answer, multiline=True)))
     if result.references:
         console.print("[bold]Sources[/bold]")
         for i, ref in enumerate(result.references, start=1):
-            console.print(f"  [cyan]{i}.[/cyan] {ref.label()}  [dim]({ref.source})[/dim]", markup=True)
+            label, source = escape(printable(ref.label())), escape(printable(ref.source))
+            console.print(f"  [cyan]{i}.[/cyan] {label}  [dim]({source})[/dim]", markup=True)
     if result.notice and result.notice != shown_notice:
-        console.print(Panel(result.notice, border_style="yellow", title="note", title_align="left"))
+        console.print(Panel(escape(printable(result.notice, multiline=True)), border_style="yellow", title="note",
+                            title_align="left"))
     console.print(
         f"[dim]route={result.route} · llm calls={result.llm_calls} · tools={','.join(result.tool_calls) or '-'}"
         f" · {result.latency_ms:.0f} ms[/dim]"
@@ -77,7 +83,9 @@ class TerminalReply:
     async def finish(self, delivery) -> None:
         result = delivery.result
         if self.as_json:
-            typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            from bot.printable import json_safe
+
+            typer.echo(json_safe(json.dumps(result.to_json(), indent=2, ensure_ascii=False)))
             return None
         streamed = self.live.close(result.answer)
         if not streamed and self.header:

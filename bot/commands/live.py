@@ -8,6 +8,8 @@ rich draws only the final answer.
 
 from __future__ import annotations
 
+from bot.printable import printable
+
 import time
 
 from rich.console import Console
@@ -32,18 +34,18 @@ class LiveAnswer:
         if self._live is None:
             if self.header:
                 self.console.print(self.header)
-            self._live = Live(Markdown(self.text), console=self.console, refresh_per_second=REFRESH_PER_SECOND,
+            self._live = Live(Markdown(printable(self.text, multiline=True)), console=self.console, refresh_per_second=REFRESH_PER_SECOND,
                               vertical_overflow="visible")
             self._live.start(refresh=True)
             self.first_at = time.monotonic()
         else:
-            self._live.update(Markdown(self.text))
+            self._live.update(Markdown(printable(self.text, multiline=True)))
 
     def close(self, answer: str) -> bool:
         """Draw the final answer and leave it on screen; False when nothing streamed."""
         if self._live is None:
             return False
-        self._live.update(Markdown(answer), refresh=True)
+        self._live.update(Markdown(printable(answer, multiline=True)), refresh=True)
         self._live.stop()
         self._live = None
         return True

@@ -17,6 +17,7 @@ from agent.config import Settings, load_settings
 from agent.store import StoreInUse
 from bot.admin.jobs import ingest_registry, registry_output
 from bot.commands import emit, hand_over, run_with_runtime
+from bot.printable import json_safe, printable
 
 if TYPE_CHECKING:
     from agent.registry.declaration import Declaration
@@ -94,7 +95,9 @@ def search(name: str, text: str, *, as_json: bool) -> None:
             await service.close()
 
     result = run_with_runtime(run)
-    typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else result.reply)
+    # record values come from a CSV: no raw control codes on the terminal either way
+    typer.echo(json_safe(json.dumps(result.to_json(), indent=2, ensure_ascii=False)) if as_json
+               else printable(result.reply, multiline=True))
 
 
 @registry_app.command("list")
