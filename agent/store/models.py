@@ -200,16 +200,19 @@ def _from_qdrant(value: Any) -> Any:
     return ours(**{f.name: _deep(getattr(value, f.name)) for f in dataclasses.fields(ours)})
 
 
-def _deep(value: Any) -> Any:
-    if type(value).__module__.startswith("qdrant_client."):
-        return _from_qdrant(value)
+def inside(value: Any, convert: Any) -> Any:
+    """`convert` applied to each item of a list or value of a dict (a list of plain values, such
+    as a dense vector, ids or keywords, is returned as it is); anything else as it is. Both
+    directions of conversion (here and agent/store/server.py) walk containers with it."""
     if isinstance(value, list):
-        if _PLAIN.issuperset(map(type, value)):
-            return value  # a dense vector, ids or keywords: as it is
-        return [_deep(v) for v in value]
+        return value if _PLAIN.issuperset(map(type, value)) else [convert(v) for v in value]
     if isinstance(value, dict):
-        return {k: _deep(v) for k, v in value.items()}
+        return {k: convert(v) for k, v in value.items()}
     return value
+
+
+def _deep(value: Any) -> Any:
+    return _from_qdrant(value) if type(value).__module__.startswith("qdrant_client.") else inside(value, _deep)
 
 
 def neutral(value: Any) -> Any:

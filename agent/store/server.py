@@ -25,7 +25,6 @@ from agent.store.base import WithPayload, WithVectors
 
 DENSE = "dense"
 SPARSE = "sparse"
-_PLAIN = frozenset({str, int, float, bool, type(None)})
 _SHAPES: dict[type, tuple[Any, tuple[tuple[str, str], ...]]] = {}  # ours -> (theirs, (field, keyword)...)
 
 
@@ -43,13 +42,7 @@ def to_qdrant(value: Any) -> Any:
                                                    for f in dataclasses.fields(kind)))
         theirs, fields = shape
         return theirs(**{keyword: to_qdrant(getattr(value, name)) for name, keyword in fields})
-    if isinstance(value, list):
-        if _PLAIN.issuperset(map(type, value)):
-            return value  # a dense vector, ids or keywords: as it is
-        return [to_qdrant(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_qdrant(v) for k, v in value.items()}
-    return value
+    return models.inside(value, to_qdrant)
 
 
 class ServerStore:
