@@ -7,6 +7,7 @@ folded forms, so a list needs each word once.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 
@@ -14,3 +15,15 @@ def fold(text: str) -> str:
     """Strip combining marks ("días" -> "dias", "trẻ" -> "tre"); "đ" becomes "d"."""
     decomposed = unicodedata.normalize("NFKD", text.replace("đ", "d").replace("Đ", "D"))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def phrases_re(phrases: list[str]) -> re.Pattern | None:
+    """Whole-word, case-insensitive alternation of the accent-folded phrases (search folded
+    text with it); a space in a phrase also matches '-' or nothing."""
+    parts = []
+    for phrase in sorted({fold(p.strip()) for p in phrases if p and p.strip()}, key=len, reverse=True):
+        words = [re.escape(w) for w in phrase.split()]
+        parts.append(r"[\s-]?".join(words))
+    if not parts:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from agent.accents import fold
+from agent.accents import fold, phrases_re
 from agent.registry.declaration import Declaration
 from agent.registry.parsing.parser import QueryParser
 from agent.registry.parsing.spec import _alts
-from agent.registry.words import GenericWords, phrases_re
+from agent.registry.words import GenericWords
 
 
 def normalize(text: str) -> str:

@@ -54,15 +54,3 @@ class GenericWords(BaseModel):
 def load_generic_words() -> GenericWords:
     text = resources.files("agent.data").joinpath(WORDS_FILE).read_text(encoding="utf-8")
     return GenericWords(**safe_load(text))
-
-
-def phrases_re(phrases: list[str]) -> re.Pattern | None:
-    """Whole-word, case-insensitive alternation of the accent-folded phrases (search folded
-    text with it); a space in a phrase also matches '-' or nothing."""
-    parts = []
-    for phrase in sorted({fold(p.strip()) for p in phrases if p and p.strip()}, key=len, reverse=True):
-        words = [re.escape(w) for w in phrase.split()]
-        parts.append(r"[\s-]?".join(words))
-    if not parts:
-        return None
-    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.accents import fold
+from agent.accents import fold, phrases_re
 from agent.yamlio import safe_load
 
 
@@ -38,22 +38,10 @@ class Domain(BaseModel):
 
     @cached_property
     def terms_re(self) -> re.Pattern | None:
-        return _phrases_re(self.terms)
+        return phrases_re(self.terms)
 
     def has_terms(self, text: str) -> bool:
         return bool(self.terms_re and self.terms_re.search(fold(text)))
-
-
-def _phrases_re(phrases: list[str]) -> re.Pattern | None:
-    """Whole-word, case-insensitive alternation of the accent-folded phrases (search folded
-    text with it); a space in a phrase also matches '-' or nothing."""
-    parts = []
-    for phrase in sorted({fold(p.strip()) for p in phrases if p and p.strip()}, key=len, reverse=True):
-        words = [re.escape(w) for w in phrase.split()]
-        parts.append(r"[\s-]?".join(words))
-    if not parts:
-        return None
-    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)
 
 
 EMPTY = Domain()
