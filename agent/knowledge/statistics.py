@@ -14,9 +14,7 @@ start, or in the background while questions keep using the previous statistics.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from agent.knowledge import versions
 from agent.knowledge.calibration import CONTENT_KEY
 from agent.knowledge.sparse import tokens
-from agent.private import private_dir, private_file
+from agent import sidecar
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -74,34 +72,21 @@ class Statistics:
                    langs=Counter(data.get("langs") or {}), titles=Counter(data.get("titles") or {}))
 
 
+KIND = "statistics"
+
+
 def path_of(runtime: "Runtime", collection: str) -> Path:
-    """Where a collection's statistics live: beside the store, one file per store and collection
-    (the embedded store and a Qdrant server at a URL are different stores)."""
-    settings = runtime.settings
-    store = "edge" if not settings.qdrant_url else "server-" + _slug(settings.qdrant_url)
-    return Path(settings.data_dir) / "statistics" / f"{store}--{_slug(collection)}.json"
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:120]
+    return sidecar.path(runtime, collection, KIND)
 
 
 def load(runtime: "Runtime", collection: str) -> Statistics | None:
     """The saved statistics of `collection` (whatever content version they describe), or None."""
-    try:
-        data = json.loads(path_of(runtime, collection).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return Statistics.from_json(data) if isinstance(data, dict) else None
+    data = sidecar.load(runtime, collection, KIND)
+    return Statistics.from_json(data) if data is not None else None
 
 
 def save(runtime: "Runtime", collection: str, stats: Statistics) -> None:
-    """Write atomically (a reader sees the old file or the new one, never half of one)."""
-    target = path_of(runtime, collection)
-    private_dir(target.parent)
-    temp = private_file(target.with_suffix(f".{os.getpid()}.tmp"))
-    temp.write_text(json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    os.replace(temp, target)
+    sidecar.save(runtime, collection, KIND, stats.to_json())
 
 
 async def chunks_of(runtime: "Runtime", collection: str, flt, batch: int = 1024) -> list[dict[str, Any]]:

@@ -96,6 +96,15 @@ class KnownPlaces:
     def get(self, name: str) -> dict[str, Centroid]:
         return self.fields.get(name, {})
 
+    def to_json(self) -> dict[str, Any]:
+        return {name: {key: [c.name, c.lat_sum, c.lon_sum, c.n, c.records] for key, c in entries.items()}
+                for name, entries in self.fields.items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "KnownPlaces":
+        return cls({name: {key: Centroid(str(v[0]), float(v[1]), float(v[2]), int(v[3]), int(v[4]))
+                           for key, v in entries.items()} for name, entries in data.items()})
+
     @classmethod
     def from_records(cls, levels: PlaceLevels, records: Iterable[tuple[dict[str, Any], float | None, float | None]]
                      ) -> "KnownPlaces":

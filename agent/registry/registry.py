@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
+from agent import sidecar
 from agent.registry.arguments import MAX_RESULTS, build_args_model
 from agent.registry.claims import Claims
 from agent.registry.command import CommandRunner
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
     from agent.runtime import Runtime
 
+PLACES = "places"  # the sidecar kind of a registry's saved places
 CHECK_SECONDS = 2.0  # how stale the known places may be after another process's ingest
 
 
@@ -97,10 +99,21 @@ class Registry:
             if cached is not None and cached.version == version and cached.exists == (meta is not None):
                 cached.checked = time.monotonic()
                 return cached
-            known = await self._read_places() if meta is not None else KnownPlaces.from_records(self.levels, [])
+            known = await self._known_places(version) if meta is not None else KnownPlaces.from_records(self.levels, [])
             index = PlaceIndex(known, self.levels, self.gazetteer, self.decl.place_aliases, self.spec.filler)
             self._places = _Places(version, meta is not None, time.monotonic(), known, index)
             return self._places
+
+    async def _known_places(self, version: str | None) -> KnownPlaces:
+        """The places saved for this registry version (beside the store: a process reads them in
+        time proportional to their size), else read from the records once and saved."""
+        saved = sidecar.load(self.runtime, self.collection, PLACES)
+        if saved is not None and version is not None and saved.get("version") == version:
+            return KnownPlaces.from_json(saved["places"])
+        known = await self._read_places()
+        if version is not None:
+            sidecar.save(self.runtime, self.collection, PLACES, {"version": version, "places": known.to_json()})
+        return known
 
     async def _read_places(self) -> KnownPlaces:
         geo = self.decl.geo[0] if self.decl.geo else None
@@ -130,6 +143,7 @@ class Registry:
     async def ingest_rows(self, parsed: ParsedRows, *, embedder: "Embedder | None" = None) -> IngestReport:
         report = await ingest_rows(self.runtime, self.schema, parsed, collection=self.collection, embedder=embedder)
         self.forget_places()
+        await self.places()  # read and saved now, at ingest, not by the next process's first search
         return report
 
     async def parse(self, text: str) -> ParsedQuery:
