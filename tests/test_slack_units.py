@@ -165,13 +165,14 @@ def test_manifest_declares_everything_the_bot_uses():
 
     manifest = yaml.safe_load((Path(__file__).resolve().parent.parent / "manifest.yml").read_text())
     events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
-    assert {"app_mention", "message.im", "message.channels", "message.groups", "app_home_opened"} <= events
+    assert {"app_mention", "message.im", "message.channels", "message.groups", "message.mpim",
+            "app_home_opened"} <= events
     assert "agent_view" in manifest["features"] and "assistant_view" not in manifest["features"]
     assert manifest["features"]["agent_view"]["agent_description"]
     assert all({"title", "message"} <= set(p) for p in manifest["features"]["agent_view"]["suggested_prompts"])
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     # events and Web API methods the bot calls -> the scopes they need
-    assert {"app_mentions:read", "im:history", "channels:history", "groups:history", "chat:write",
+    assert {"app_mentions:read", "im:history", "channels:history", "groups:history", "mpim:history", "chat:write",
             "assistant:write", "commands"} <= scopes
     assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/facility"]
     assert manifest["settings"]["interactivity"]["is_enabled"] is True

@@ -5,7 +5,8 @@ thread). In a thread the bot answered, the person who asked gets answers to foll
 without mentioning it again (`slack_follow_ups`); other people mention it (or, with
 `slack_thread_requires_mention` off, any reply in a thread the bot is in is answered).
 Bots (this one included), edits and system subtypes are ignored. DMs answer every
-message, in its thread. Each user message is answered once, whichever of its deliveries
+message, in its thread. Group DMs (`channel_type` "mpim") are multi-person conversations and
+follow the channel rules, like public ("channel") and private ("group") channels. Each user message is answered once, whichever of its deliveries
 (`app_mention` / `message`) arrives first.
 """
 
@@ -72,6 +73,7 @@ def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool
     if not isinstance(channel, str) or not isinstance(ts, str):
         return None
     raw = event.get("text") if isinstance(event.get("text"), str) else ""
+    # only a one-to-one DM answers every message; "channel", "group" and "mpim" need a mention
     is_dm = event.get("channel_type") == "im" or channel.startswith("D")
     thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
     return Incoming(

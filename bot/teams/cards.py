@@ -78,3 +78,12 @@ def extension_attachment(view: RecordView) -> MessagingExtensionAttachment:
     preview = card_attachment(ThumbnailCardAttachment(content=ThumbnailCard(
         title=teams_text(view.title), text=details_line(view), images=None)))
     return MessagingExtensionAttachment(content_type=main.content_type, content=main.content, preview=preview)
+
+
+def notes_attachment(result: CommandResult, command: Command, text: Text, prompts: Any) -> MessagingExtensionAttachment:
+    """The result's notes ("did you mean …?", "read 'austn' as Austin") as the first row of the
+    compose box's results, like the chat card's note line; picking it inserts the whole list card."""
+    main = card_attachment(AdaptiveCardAttachment(content=record_list_card(result, command, text, prompts)))
+    preview = card_attachment(ThumbnailCardAttachment(content=ThumbnailCard(
+        title=teams_text("; ".join(result.notes)), text=teams_text(result.summary or result.text), images=None)))
+    return MessagingExtensionAttachment(content_type=main.content_type, content=main.content, preview=preview)

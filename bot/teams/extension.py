@@ -1,7 +1,9 @@
 """The search-based message extension: in the compose box's app search, type what and where
-("infant care near 78702") and pick a record's card to insert. One extension command per
-registry command (its id is the command's name: `askdesk teams package` writes them into the
-manifest). Answered in the invoke's HTTP response, through the turn runner and the service."""
+("infant care near 78702") and pick a record's card to insert. The search's notes (a misspelt
+place's "did you mean …?" or its correction) come first, as their own row, as on the chat
+card. One extension command per registry command (its id is the command's name: `askdesk
+teams package` writes them into the manifest). Answered in the invoke's HTTP response,
+through the turn runner and the service."""
 
 import logging
 
@@ -14,7 +16,7 @@ from microsoft_teams.api import (
 )
 from microsoft_teams.apps import ActivityContext
 
-from bot.teams.cards import MAX_RECORDS, extension_attachment
+from bot.teams.cards import MAX_RECORDS, extension_attachment, notes_attachment
 from bot.teams.commands import run, unavailable, usage
 from bot.teams.escape import teams_text
 
@@ -56,8 +58,11 @@ def register(bot) -> None:
             notes = "; ".join(result.notes)  # "did you mean …?" and the like, as the chat card shows
             none = bot.runner.prompts.render("records_none", records=command.records)
             return _message(f"{none} {notes}".strip())
+        attachments = [extension_attachment(view) for view in result.records[:MAX_RECORDS]]
+        if result.notes:  # the chat card's note line ("did you mean …?"), as the first row
+            attachments.insert(0, notes_attachment(result, command, bot.text, bot.runner.prompts))
         return MessagingExtensionInvokeResponse(compose_extension=MessagingExtensionResult(
             type=MessagingExtensionResultType.RESULT,
             attachment_layout=MessagingExtensionAttachmentLayout.LIST,
-            attachments=[extension_attachment(view) for view in result.records[:MAX_RECORDS]],
+            attachments=attachments,
         ))

@@ -7,6 +7,8 @@ The real Teams SDK sends to it over HTTP on 127.0.0.1: `POST /v3/conversations/{
 is recorded (method, conversation, body, time) and the visible state is kept like Teams
 does: one message per activity id, a streamed message replaced by its final version. A call
 can be scripted to fail (e.g. 403 "streaming not allowed" for typing chunks in a channel).
+Activity ids are unique within a conversation only (as Teams promises): `ids_per_conversation`
+numbers each conversation's messages from 1, so two conversations' answers share an id.
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ class Call:
 
 
 class FakeTeamsConnector:
-    def __init__(self) -> None:
+    def __init__(self, *, ids_per_conversation: bool = False) -> None:
         self.calls: list[Call] = []
-        self.messages: dict[str, dict[str, Any]] = {}  # activity id -> latest visible message
+        # (conversation, activity id) -> latest visible message
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.scripted: list[tuple[Callable[[Call], bool], int, dict[str, Any]]] = []
+        self.ids_per_conversation = ids_per_conversation
         self._ids = itertools.count(1)
+        self._conversation_ids: dict[str, Any] = {}
         self._runner: web.AppRunner | None = None
         self.port = 0
         self._changed: asyncio.Event | None = None
@@ -149,7 +154,7 @@ class FakeTeamsConnector:
         for entity in body.get("entities") or []:
             if entity.get("type") == "streaminfo":
                 stream_id = entity.get("streamId")
-        activity_id = body.get("id") or stream_id or f"bot-{next(self._ids)}"
+        activity_id = body.get("id") or stream_id or f"bot-{next(self._next_ids(conversation))}"
         if body.get("type") == "message":
             self._show(activity_id, conversation, body)
         return web.json_response({"id": activity_id}, status=201)
@@ -171,14 +176,19 @@ class FakeTeamsConnector:
         scripted = self._record(Call("DELETE", conversation, activity_id, {}))
         if scripted is not None:
             return scripted
-        self.messages.pop(activity_id, None)
+        self.messages.pop((conversation, activity_id), None)
         return web.Response(status=200)
+
+    def _next_ids(self, conversation: str) -> Any:
+        if not self.ids_per_conversation:
+            return self._ids
+        return self._conversation_ids.setdefault(conversation, itertools.count(1))
 
     def _show(self, activity_id: str, conversation: str, body: dict[str, Any]) -> None:
         shown = dict(body)
         shown["id"] = activity_id
         shown.setdefault("conversation", {"id": conversation})
-        self.messages[activity_id] = shown
+        self.messages[(conversation, activity_id)] = shown
 
 
 # --- activity builders -----------------------------------------------------------------------
