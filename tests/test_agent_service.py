@@ -138,7 +138,9 @@ async def test_offtopic_is_refused_without_any_model_request(kb, llm_server, tmp
     result = await service.answer(AskRequest(text="write me a haiku about my cat"))
     assert result.route == "offtopic" and result.llm_calls == 0
     # no domain file: the refusal names what the knowledge base's own titles say it covers
-    assert "Sorry" in result.answer and "organisation's documents (" in result.answer and "Share of Cost" in result.answer
+    assert "Sorry" in result.answer and "organisation's documents, such as " in result.answer and "Share of Cost" in result.answer
+    # three quoted titles at most, "such as “A”, “B” and “C”": not six in one run-on sentence (issue 20)
+    assert 1 <= result.answer.count("“") <= 3 and result.answer.count("“") == result.answer.count("”"), result.answer
     assert llm_server.requests == []
 
 

@@ -274,3 +274,62 @@ def test_a_followup_sends_the_first_turn_to_the_model(spawn, data_dir):
         assert texts[4] == ("user", FOLLOW_UP)
 
     assert [c for r, c in history(data_dir, "T") if r == "user"] == [FIRST_Q, FOLLOW_UP]
+
+
+def test_search_only_answer_numbers_its_passages_as_its_sources():
+    """Issue 20: two of five passages from one section gave "1." to "5." in the text but four
+    sources. Passages citing the same file and section now share one entry: entry i is source i."""
+    from agent.capabilities.knowledge import KnowledgeCapability
+    from agent.capabilities.base import Found
+    from agent.knowledge.search import Passage
+    from agent.prompts import default_prompts
+    from agent.tools.formatted_context import reference_of
+    from agent.tools.base import ToolResult
+
+    def passage(n: int, source: str, section: str) -> Passage:
+        return Passage(text=f"Passage number {n} about income limits.", source=source, title=source.upper(),
+                       section=section, score=1 - n / 10)
+
+    found = [passage(1, "a.md", "Limits"), passage(2, "b.md", "Pay"), passage(3, "a.md", "Limits"),
+             passage(4, "c.md", ""), passage(5, "d.md", "Rates"), passage(6, "e.md", "More")]
+    refs: list = []
+    for p in found:
+        if all((r.source, r.section) != (p.source, p.section) for r in refs):
+            refs.append(reference_of(p))
+    result = ToolResult(text="", references=refs, data=found)
+    shown = KnowledgeCapability.__new__(KnowledgeCapability).search_only(Found("knowledge", "get_formatted_context", {}, result, "q"),
+                                            default_prompts())
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", shown.text, flags=re.MULTILINE)]
+    assert numbers == list(range(1, len(shown.references) + 1)) == [1, 2, 3, 4]
+    assert [r.source for r in shown.references] == ["a.md", "b.md", "c.md", "d.md"]  # e.md: a sixth passage, not shown
+    first = shown.text.split("\n2. ")[0]
+    assert "Passage number 1" in first and "Passage number 3" in first and "(source: A.MD — Limits)" in first
+    for i, ref in enumerate(shown.references, start=1):  # each entry names its own source
+        entry = shown.text.split(f"\n{i}. ", 1)[1].split("(source: ", 1)[1]
+        assert entry.startswith(ref.title)
+
+
+def test_the_rate_limit_note_does_not_contradict_itself():
+    """Issue 20: "Your question wasn't lost: just send it again" — it was not answered, and it
+    has to be sent again: the note says exactly that."""
+    from agent.prompts import default_prompts
+
+    note = default_prompts().render("rate_limited", seconds=12)
+    assert "12 s" in note and "send it" in note and "again" in note
+    assert "lost" not in note and "haven't answered" in note
+
+
+def test_a_refusal_without_a_domain_file_names_a_few_titles_in_one_sentence():
+    """Issue 20: with no domain file the refusal listed six document titles in parentheses, one
+    run-on sentence. People now read at most three, quoted, "such as “A”, “B” and “C”", and no
+    more once the titles are long; the models' prompts still get six."""
+    from agent.understanding.identity import GENERIC, derive
+
+    assert derive([]) == GENERIC
+    assert derive(["Sick Leave"]) == f"{GENERIC}, such as “Sick Leave”"
+    six = ["Sick Leave", "Paid Time Off", "Remote Work", "Expenses", "Travel", "Security"]
+    assert derive(six) == f"{GENERIC}, such as “Sick Leave”, “Paid Time Off” and “Remote Work”"
+    assert derive(six, 6).count("“") == 6
+    long = ["Evaluation of the Effectiveness of Subsidized Child Care Report - 86th Texas Legislature (2019)",
+            "Early Childhood System Needs Assessment in Texas - Part 2 (Methodology) Q&A", "Short"]
+    assert derive(long) == f"{GENERIC}, such as “{long[0]}”"  # the first is always named

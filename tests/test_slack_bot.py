@@ -354,7 +354,7 @@ async def test_rate_limit_answers_with_retry_time(make_bot, fake_slack, llm):
     await slack.mention("and again?", ts="1700001100.000200")
     await slack.bot.drain()
     [note] = fake_slack.calls_to("chat.postEphemeral")
-    assert note.args["user"] == "U0001" and "try again in" in note.args["text"]
+    assert note.args["user"] == "U0001" and "send it again in" in note.args["text"]
     assert len(llm.requests_for(AGENT)) == 1
 
 

@@ -242,7 +242,7 @@ async def test_rate_limit_and_size_cap_answer_with_a_note_and_no_model_call(make
     await teams.bot.drain()
     await teams.say("who else?", conversation=conversation, user="29:user-rl")
     await teams.bot.drain()
-    assert "try again in" in connector.sent_messages(conversation["id"])[-1]["text"]
+    assert "send it again in" in connector.sent_messages(conversation["id"])[-1]["text"]
     assert len(llm.requests_for(AGENT)) == 1
 
 

@@ -59,3 +59,51 @@ async def test_answers_print_no_control_characters_and_no_console_markup(tmp_pat
     assert not UNSAFE.search(out + err + json_out), repr(UNSAFE.findall(out + err + json_out))
     assert "lists pay days" in out and "[bold red]LOUD[/bold red]" in out  # shown as written, not styled
     assert "\x1b" in json.loads(json_out)["answer"]  # the JSON keeps the data, escaped
+
+
+async def test_a_streamed_answer_printed_to_a_file_ends_its_line_before_the_sources(llm_server, tmp_path, monkeypatch):
+    """`askdesk ask … > file` (or a piped `chat`) with a model streaming: rich's live view drew
+    the answer's last line without its newline and padded to the console width, so the sources
+    ran into it ("depends on income [2].      Sources"). Off a terminal each block now has its own
+    lines and no padding."""
+    import io
+
+    from rich.console import Console
+
+    from agent.config import Settings
+    from agent.turn.service import Askdesk
+    from bot.commands import chat
+    from tests.test_cli_chat import DOC as KB_DOC, FIRST_Q
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / KB_DOC).write_text("# PSOC chart\n\nA family of 3 making $2,890 a month pays $41 a week.\n", encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data", agent_model="openai/gpt-4.1-mini",
+                        router_model="openai/gpt-4.1-mini")
+    from agent.knowledge.ingest import ingest
+    from agent.runtime import Runtime
+
+    runtime = Runtime.open(settings)
+    try:
+        await ingest(runtime, [kb])
+    finally:
+        await runtime.close()
+    answer = "A family of 3 making $2,890 a month pays $41 a week; the amount depends on income [1]."
+    llm_server.set_stream_pace("openai", first_token=0.0, tokens_per_s=400)
+    llm_server.script("openai", {"step": {"kind": "final_answer", "answer": answer,
+                                          "references": [{"source": KB_DOC}], "confidence": 0.9}})
+    out = io.StringIO()  # not a terminal
+    console = Console(file=out, width=100, highlight=False, soft_wrap=False)
+    assert not console.is_terminal
+    monkeypatch.setattr(chat, "_console", lambda stderr=False: console)
+    service = Askdesk.create(settings)
+    try:
+        await chat._chat_loop(settings, "t-piped", [FIRST_Q], service=service)
+    finally:
+        await service.close()
+    assert len(llm_server.requests) == 1 and llm_server.requests[0].body.get("stream") is True
+    lines = out.getvalue().splitlines()
+    assert "depends on income [1]." in lines[lines.index("Sources") - 1]  # the answer's last line, then the sources
+    assert lines.count("Sources") == 1 and lines.count("askdesk>") == 1
+    assert not [line for line in lines if line != line.rstrip()]  # no padding to the console's width
+    assert "\x1b" not in out.getvalue()

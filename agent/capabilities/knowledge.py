@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Command, CommandResult, EvalSection, Found, SearchOnly
+from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
 from agent.tools import formatted_context
 from agent.tools.formatted_context import MAX_TOP_K, make_tool
@@ -52,17 +53,28 @@ def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + "…"
 
 
+def shown(result: ToolResult | None) -> list[tuple[Reference, list["Passage"]]]:
+    """The passages a search-only answer shows, grouped by the source they cite (file and
+    section) in order of first appearance: entry i is source i of the answer's references."""
+    groups: dict[tuple[str, str], tuple[Reference, list["Passage"]]] = {}
+    for p in list(result.data or [])[:MAX_PASSAGES] if result is not None else []:
+        groups.setdefault((p.source, p.section), (formatted_context.reference_of(p), []))[1].append(p)
+    return list(groups.values())
+
+
 def knowledge_answer(result: ToolResult | None, prompts: "PromptSet") -> str:
-    """The best passages with where each comes from (no model)."""
-    found = list(result.data or []) if result is not None else []
-    if not found:
+    """The best passages with where each comes from (no model), numbered as their sources are:
+    passages from the same source and section share one entry."""
+    entries = shown(result)
+    if not entries:
         return prompts.render("search_only_empty")
     lines = [prompts.render("search_only_weak" if result.weak_evidence else "search_only_header")]  # type: ignore[union-attr]
-    for i, p in enumerate(found[:MAX_PASSAGES], start=1):
-        where = p.title or p.source
-        if p.section:
-            where += f" — {p.section}"
-        lines.append(f"\n{i}. {excerpt(p.text)}\n   (source: {where})")
+    for i, (ref, found) in enumerate(entries, start=1):
+        where = ref.title or ref.source
+        if ref.section:
+            where += f" — {ref.section}"
+        text = "\n   ".join(excerpt(p.text) for p in found)
+        lines.append(f"\n{i}. {text}\n   (source: {where})")
     return "\n".join(lines)
 
 
@@ -110,8 +122,8 @@ class KnowledgeCapability:
 
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
         result = found.result if found is not None else None
-        references = result.references[:MAX_PASSAGES] if result is not None else []
-        return SearchOnly(text=knowledge_answer(result, prompts), references=list(references))
+        # the references are the entries' sources, in the same order: "3." in the text is source 3
+        return SearchOnly(text=knowledge_answer(result, prompts), references=[ref for ref, _ in shown(result)])
 
     async def vocabulary(self) -> "Vocabulary":
         from agent.knowledge.vocabulary import vocabulary

@@ -18,7 +18,9 @@ from agent.knowledge.vocabulary import vocabulary
 log = logging.getLogger(__name__)
 
 GENERIC = "the organisation's documents"
-TITLES_SHOWN = 6  # titles named in a derived description: enough to say what the documents cover
+TITLES_SHOWN = 6  # titles named in the derived domain the models read: enough to say what the documents cover
+TITLES_SAID = 3  # titles named in the derived words people read (refusals, greetings): one sentence
+TITLE_CHARS = 120  # ... and no more titles once they fill this many characters
 SUGGESTED = 3  # questions derived from the biggest documents' titles when none are configured
 
 
@@ -30,9 +32,23 @@ class Identity:
     prompts: tuple[str, ...] = ()  # questions offered to try (suggested prompts)
 
 
-def derive(titles: list[str]) -> str:
-    """'the organisation's documents (A, B, C…)' from the knowledge base's biggest documents."""
-    return f"{GENERIC} ({', '.join(titles)})" if titles else GENERIC
+def derive(titles: list[str], limit: int = TITLES_SAID, chars: int = TITLE_CHARS) -> str:
+    """'the organisation's documents, such as “A”, “B” and “C”' from the knowledge base's biggest
+    documents: at most `limit` titles, and no more once they fill `chars` (the first is always
+    named), each quoted since titles carry their own commas and colons. A refusal that listed
+    six long titles in parentheses read as one run-on sentence."""
+    named: list[str] = []
+    for title in (" ".join(t.split()) for t in titles):
+        if not title or title in named:
+            continue
+        if len(named) >= limit or (named and sum(map(len, named)) + len(title) > chars):
+            break
+        named.append(title)
+    if not named:
+        return GENERIC
+    quoted = [f"“{t}”" for t in named]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    return f"{GENERIC}, such as {listed}"
 
 
 class Identities:
@@ -70,9 +86,10 @@ class Identities:
             return self.get(collection)
         if not titles:
             return self.get(collection)
-        words = self.domain or self.capabilities or derive(titles)
+        # the models read more titles than people do: a refusal or greeting names three at most
+        domain = self.domain or self.capabilities or derive(titles, TITLES_SHOWN, chars=1000)
+        capabilities = self.capabilities or self.domain or derive(titles, TITLES_SAID)
         suggested = self.suggested or tuple(
             self.prompts.render("suggested_question", title=title) for title in titles[:SUGGESTED]) if self.prompts else ()
-        self._derived[collection] = Identity(self.domain or words, self.capabilities or words, self.examples,
-                                             self.suggested or suggested)
+        self._derived[collection] = Identity(domain, capabilities, self.examples, self.suggested or suggested)
         return self._derived[collection]

