@@ -27,7 +27,7 @@ from typing import Callable
 from bot.slack.escape import MarkdownStream, safe_markdown, safe_mrkdwn
 
 TARGET_US = 1000.0
-PIECE_CHARS = 600  # bot/slack/reply.py: STREAM_BUFFER_CHARS
+PIECE_CHARS = 600  # what a fast model writes in about a second (bot/slack/reply.py: STREAM_APPEND_EVERY)
 
 PROSE = ("Families of **4** qualify when their income is below *85%* of the state median [1]. "
          "Income & assets are counted per household; see [the income table](https://twc.texas.gov/rates?year=2026&size=4). "
@@ -44,7 +44,8 @@ def text_of(chars: int, unit: str) -> str:
 
 
 def streamed(text: str) -> str:
-    """The whole message as Reply streams it: pieces of ~600 characters, then the stop call."""
+    """The whole message as Reply streams it: pieces of ~600 characters (a busy second of a fast
+    model), then the stop call."""
     md = MarkdownStream()
     held, out = "", []
     for start in range(0, len(text), PIECE_CHARS):

@@ -262,14 +262,17 @@ def streamed_markdown(fake) -> str:
                    for c in call.args.get("chunks") or [] if c.get("type") == "markdown_text")
 
 
-# paragraphs of ~700 characters with the poison at a different place in each, so that appends of
-# ~600 characters cut through it somewhere; long enough to be continued in a second message
+# paragraphs of ~700 characters with the poison at a different place in each, so that appends (made
+# frequent below) cut through it somewhere; long enough to be continued in a second message
 PARAGRAPHS = [f"Paragraph {i}: " + "the income limit depends on family size " * (2 + i % 13) + POISON + " "
               + "and on the county " * (10 - i % 9) for i in range(16)]
 LONG_ANSWER = "\n\n".join(PARAGRAPHS)
 
 
-async def test_streamed_answer_with_injections_reaches_slack_escaped(make_bot, fake_slack, llm):
+async def test_streamed_answer_with_injections_reaches_slack_escaped(make_bot, fake_slack, llm, monkeypatch):
+    from bot.slack import reply
+
+    monkeypatch.setattr(reply, "STREAM_APPEND_EVERY", 0.01)  # an append every ~120 characters, not one a second
     llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=3000)
     llm.script(AGENT, final(LONG_ANSWER, KB_DOC))
     slack = await make_bot()

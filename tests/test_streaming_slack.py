@@ -49,9 +49,9 @@ async def test_first_answer_text_reaches_slack_before_the_model_finishes(make_bo
     with_text = [c for c in stream_calls(fake_slack) if text_of(c)]
     assert with_text[0].at < model_done - 0.5  # the answer started showing long before the model ended
     assert with_text[0].method == "chat.appendStream" and stream_calls(fake_slack)[-1].method == "chat.stopStream"
-    # buffered: at most one append per 600 characters of answer, plus the closing stop
+    # paced: the first text, then at most one append a second while the model writes, plus the stop
     appends = [c for c in with_text if c.method == "chat.appendStream"]
-    assert len(appends) <= math.ceil(len(ANSWER) / 600)
+    assert len(appends) <= 1 + math.ceil(model_done - appends[0].at)
     assert "".join(text_of(c) for c in with_text) == ANSWER
 
 
@@ -135,3 +135,37 @@ async def test_an_answer_still_streaming_at_shutdown_is_closed_with_a_note(make_
     assert len(stops) == 1 and "restarted before this answer was finished" in text_of(stops[0]) + str(stops[0].args)
     [reply] = bot_messages(fake_slack, "C0001", ts)
     assert reply["text"].startswith(ANSWER[:20]) and "restarted" in reply["text"]
+
+
+def longest_gap(times: list[float]) -> float:
+    return max(b - a for a, b in zip(times, times[1:]))
+
+
+def most_in_a_second(times: list[float]) -> int:
+    return max((sum(1 for u in times[i:] if u < t + 1.0) for i, t in enumerate(times)), default=0)
+
+
+async def test_the_answer_flows_into_slack_about_once_a_second_without_freezing(make_bot, fake_slack, llm):
+    """Issue 20: at 40 tokens/s Slack got the first words, then nothing for 4 s, then 600
+    characters. Now: new text at least every 1.2 s while the model writes, and never more than
+    one append a second after the first text (chat.appendStream's rate tier)."""
+    llm.set_stream_pace(AGENT, first_token=0.3, tokens_per_s=40)  # ~4.5 s for this answer
+    llm.script(AGENT, final(ANSWER, KB_DOC))
+    slack = await make_bot()
+    ts = "1700005600.000100"
+    await slack.mention("what is the income limit?", ts=ts)
+    await slack.bot.drain()
+
+    [reply] = bot_messages(fake_slack, "C0001", ts)
+    assert reply["text"] == ANSWER
+    [request] = llm.requests_for(AGENT)
+    model_done = request.chunks[-1][0]
+    with_text = [c for c in stream_calls(fake_slack) if text_of(c)]
+    assert "".join(text_of(c) for c in with_text) == ANSWER
+    writing = [c.at for c in with_text if c.at <= model_done]
+    assert len(writing) >= 4, writing  # it flowed: not one append per 600 characters
+    assert longest_gap(writing + [model_done]) < 1.2
+    appends = [c.at for c in with_text if c.method == "chat.appendStream"]
+    assert most_in_a_second(appends[1:]) <= 1
+    for call in with_text[1:-1]:  # whole words: no append ends inside one
+        assert text_of(call)[-1] in " .\n", text_of(call)

@@ -51,3 +51,29 @@ async def test_channel_gets_one_final_message(make_bot, connector, llm):
     [answer] = connector.sent_messages(thread["id"])
     assert answer["text"] == ANSWER
     assert not any(c.stream_type for c in connector.calls_in(thread["id"]))  # no stream in channels
+
+
+async def test_the_answer_flows_into_teams_about_once_a_second_without_freezing(make_bot, connector, llm):
+    """Issue 20 on Teams: new text at least every 1.2 s while the model writes (40 tokens/s),
+    never more than one stream update a second after the first text (the Teams throttle)."""
+    llm.set_stream_pace(AGENT, first_token=0.3, tokens_per_s=40)
+    llm.script(AGENT, final(ANSWER, KB_DOC))
+    teams = await make_bot()
+    conversation = personal_conversation("29:user-flow")
+    await teams.say("what is the income limit?", conversation=conversation, user="29:user-flow")
+    await teams.bot.drain()
+
+    [answer] = connector.sent_messages(conversation["id"])
+    assert answer["text"] == ANSWER
+    [request] = llm.requests_for(AGENT)
+    model_done = request.chunks[-1][0]
+    times = [u.at for u in text_updates(connector, conversation["id"])]
+    writing = [t for t in times if t <= model_done]
+    assert len(writing) >= 4, writing
+    gaps = [b - a for a, b in zip(writing, writing[1:] + [model_done])]
+    assert max(gaps) < 1.2, gaps
+    # <= 1 a second after the first text (what follows the model's end is the SDK closing the
+    # stream: its last chunk and the final message go together)
+    assert all(b - a >= 1.0 for a, b in zip(writing[1:], writing[2:])), writing
+    for update in text_updates(connector, conversation["id"])[1:len(writing) - 1]:
+        assert update.text[-1] in " .\n", update.text  # whole words

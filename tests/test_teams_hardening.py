@@ -163,7 +163,6 @@ async def test_streamed_chunks_and_final_message_never_carry_untrusted_markup(ma
     from bot.teams import reply
 
     monkeypatch.setattr(reply, "STREAM_TEXT_SECONDS", 0.05)  # many small updates: chunk boundaries everywhere
-    monkeypatch.setattr(reply, "STREAM_TEXT_CHARS", 12)
     llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=300, chars_per_chunk=3)
     answer = HOSTILE + " Families qualify [1]."
     llm.script(AGENT, final(answer, KB_DOC))

@@ -3,8 +3,9 @@ then updated.
 
 Streaming uses Bolt's `say_stream` (slack_sdk's chat.startStream / appendStream /
 stopStream): tool progress appears as task updates, then the answer text as the model
-writes it (`text`, through a TextBuffer: the first words at once, then one append per
-~600 characters, or for text waiting 4 s), and the stop call carries the rest of the text
+writes it (`text`, through a TextBuffer: the first words at once, then one append about
+every second — never sooner, Slack rate-limits chat.appendStream — with what the model wrote
+meanwhile, cut after a sentence or a whole word), and the stop call carries the rest of the text
 with the sources and feedback buttons. In DMs (Slack's agent messaging
 experience) progress goes to the thread status instead (Bolt's `set_status`).
 
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("askdesk.slack")
 
-STREAM_BUFFER_CHARS = 600  # answer characters per chat.appendStream at most (Slack rate limits)
-STREAM_FLUSH_SECONDS = 4.0  # text this old is appended even when fewer characters wait
+# seconds between the starts of two chat.appendStream calls with answer text: about one a
+# second, the appendStream rate tier (a little over, so network jitter never puts two in one
+# second), and never a longer freeze than that while the model writes (issue 20)
+STREAM_APPEND_EVERY = 1.05
 FEATURE_COOL_DOWN_S = 600.0
 TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
@@ -93,7 +96,7 @@ class Reply:
         self.placeholder_ts: str | None = None
         self.tasks: list[str] = []
         self.posted_ts: list[str] = []
-        self.buffer = TextBuffer(self._append_text, chars=STREAM_BUFFER_CHARS, seconds=STREAM_FLUSH_SECONDS)
+        self.buffer = TextBuffer(self._append_text, seconds=STREAM_APPEND_EVERY)
         self.appended = ""  # answer text already in the streamed message (raw, as the model wrote it)
         self.markdown = MarkdownStream()  # escapes it piece by piece
         self._held = ""  # text given to _append_text that waits for the next piece (an unfinished link)
@@ -148,7 +151,7 @@ class Reply:
         if self.streaming and not self._append_failed and self._stream_size + escaped_size(delta) <= PART_CHARS:
             self._stream_size += escaped_size(delta)
             await self.buffer.add(delta)
-            if self._held and not self.appended:  # the first words wait for their link to end, not 4 s
+            if self._held and not self.appended:  # the first words wait for their link to end, not a second
                 await self.buffer.flush()
         # beyond one message's worth the text waits for finish(), which posts it in parts
 

@@ -4,7 +4,8 @@ conversation allows.
 
 - `StreamReply` (personal chats): the SDK's stream (`HttpStream`, what `ctx.stream` is):
   informative updates ("Thinking…", "Searching the knowledge base…"), then the answer text
-  as the model writes it (batched: the first words at once, then about once a second), then
+  as the model writes it (paced: the first words at once, then one update about every second
+  with whole words — Teams throttles a stream to about one update a second), then
   close, which sends the final message with its entities (citations, AI label, feedback).
 - `PostReply` (channels and group chats, where Teams does not allow streaming): a typing
   indicator, renewed on progress, then one message with the whole answer.
@@ -51,10 +52,10 @@ FIRST_CHUNK_WAIT = 5.0  # seconds for Teams to accept the first stream update be
 CLOSE_WAIT = 35.0
 UPDATE_EVERY = 0.6  # seconds between informative updates of one stream  # the SDK gives up closing after 30 s; never hang a turn longer
 TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
-# Answer text reaches the stream through a TextBuffer: the first words at once, then about
-# once a second (each update resends the whole text so far, and Teams throttles streams).
-STREAM_TEXT_SECONDS = 1.0
-STREAM_TEXT_CHARS = 1200
+# Answer text reaches the stream through a TextBuffer: the first words at once, then one
+# update about every STREAM_TEXT_SECONDS (each update resends the whole text so far, and Teams
+# throttles a stream to one update a second: a little over, so jitter never puts two in one).
+STREAM_TEXT_SECONDS = 1.05
 # A Markdown link the model is still writing ("[label", "[label]", "[label](https://ev") is held
 # back from the stream until it is complete (then shown with its address) or the answer ends.
 _OPEN_LINK = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\]){0,300}(?:\](?:\([^)\n]{0,500})?)?")
@@ -138,7 +139,7 @@ class StreamReply:
         self._waiting: asyncio.TimerHandle | None = None
         self._waiting_text = ""
         self._done = False
-        self.buffer = TextBuffer(self._emit_text, chars=STREAM_TEXT_CHARS, seconds=STREAM_TEXT_SECONDS)
+        self.buffer = TextBuffer(self._emit_text, seconds=STREAM_TEXT_SECONDS)
         stream.on_chunk(self._chunk)
         if hasattr(stream, "on_failure"):  # QuietStream: the connector proved unreachable
             stream.on_failure(self._chunk_seen.set)
