@@ -144,6 +144,9 @@ async def what_search_sees(data: Path, server_path: Path | None, source: str, ne
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_kill_9_at_any_moment_shows_each_file_wholly_old_or_wholly_new(backend, tmp_path):
+    """Several kill points, each a real process killed with SIGKILL and a restart that reads the
+    store: the server backend (qdrant-client's local mode standing in for a server) is the slow
+    one, ~25 s here; that is the cost of testing the server path without a server."""
     data = tmp_path / "data"
     kb = tmp_path / "kb"
     kb.mkdir()
