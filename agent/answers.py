@@ -11,6 +11,21 @@ from agent.references import Reference
 
 Surface = Literal["cli", "slack", "teams", "eval", "bench"]
 
+# Why a surface did not hand over a file's bytes (the service words the note to the user):
+# askdesk cannot read the type, it is over ASKDESK_FILE_MAX_MB, the download failed, or the
+# platform keeps it where a bot cannot fetch it (a file shared in a Teams channel).
+FileProblem = Literal["image", "unsupported", "too_large", "download_failed", "not_shared"]
+
+
+class Attachment(BaseModel):
+    """A file that came with a question: its bytes, or why the surface has none."""
+
+    name: str
+    mimetype: str = ""
+    size: int | None = None  # bytes, as the platform declared them
+    data: bytes | None = None
+    problem: FileProblem | None = None
+
 
 class AskRequest(BaseModel):
     text: str
@@ -19,6 +34,8 @@ class AskRequest(BaseModel):
     user_id: str | None = None
     history: list[ChatMessage] | None = None  # given by surfaces that own history (Slack thread)
     collection: str | None = None  # knowledge collection override (per Slack channel)
+    attachments: list[Attachment] = Field(default_factory=list)  # context for this thread only, never ingested
+    private: bool = False  # answered to the asker alone: never stored in the thread's history
 
 
 class AnswerResult(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -22,6 +22,9 @@ from pydantic_settings import (
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
+
+
+AnswerMode = Literal["thread", "private", "mentions"]
 
 
 def _config_file() -> Path:
@@ -107,6 +110,35 @@ class Settings(BaseSettings):
     trace_redact: bool = Field(False, description="Replace message text by a placeholder in LangSmith traces.")
 
     # --- surfaces -------------------------------------------------------------------
+    answer_mode: AnswerMode = Field(
+        "thread",
+        description="How askdesk answers in channels and group chats (Slack and Teams): thread = in the "
+        "message's thread, and the asker's follow-ups there need no new mention | private = only the asker sees "
+        "the answer (Slack: ephemeral; Teams: a targeted message, else a personal chat), never stored in the "
+        "thread's history | mentions = in the thread, but only messages that mention askdesk. DMs are always "
+        "answered privately.",
+    )
+    channel_answer_modes: dict[str, AnswerMode] = Field(
+        default_factory=dict,
+        description='Per channel or group chat: id -> thread | private | mentions (JSON, e.g. {"C0123": '
+        '"private", "19:abc@thread.tacv2": "mentions"}); a Slack channel, group DM, Teams channel or group chat '
+        "id. Others use answer_mode.",
+    )
+    private_word: str = Field(
+        "privately",
+        description='A question that starts with this word ("@askdesk privately how much leave do I have?") is '
+        "answered to the asker alone, whatever the channel's mode; empty = off.",
+    )
+    file_max_mb: float = Field(
+        10.0,
+        description="Largest file attached to a question that askdesk reads (MB). A bigger one is refused by its "
+        "declared size before any download, and a download is cut off past it.",
+    )
+    file_context_chars: int = Field(
+        12000,
+        description="Character budget of the passages from attached files given to the model in one turn (the "
+        "parts that best match the question; a file that fits is given whole).",
+    )
     port: int = Field(3000, description="HTTP port of `askdesk serve`.")
     slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL (tests point it at a fake).")
     slack_channels: list[str] = Field(default_factory=list, description="Channel allowlist; empty = every channel.")
@@ -119,6 +151,11 @@ class Settings(BaseSettings):
         True,
         description="Stream Slack answers with chat.startStream/appendStream/stopStream; false (or a workspace "
         "without streaming, for a cool-down) = post a placeholder, then update it.",
+    )
+    slack_private_command: str = Field(
+        "/askdesk",
+        description="Slash command that asks privately (`/askdesk how much leave do I have?`): the answer only "
+        "the asker sees, never stored. Must match a slash command in the Slack app manifest; empty = off.",
     )
     slack_suggested_prompts: list[str] = Field(
         default_factory=list,
@@ -166,6 +203,14 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=_config_file())
         return (init_settings, env_settings, yaml_source)
+
+    def answer_mode_for(self, place: str) -> AnswerMode:
+        """The answer mode of a channel or group chat (`channel_answer_modes`, else `answer_mode`)."""
+        return self.channel_answer_modes.get(place, self.answer_mode)
+
+    @property
+    def file_max_bytes(self) -> int:
+        return int(self.file_max_mb * 1_000_000)
 
     # --- derived paths ----------------------------------------------------------------
     @property

@@ -99,6 +99,11 @@ class PromptSet:
     def render(self, name: str, **values: Any) -> str:
         return self.get(name).render(**values)
 
+    def text(self, prompt: str, /, **values: Any) -> str:
+        """Render `prompt`, from the packaged prompts when this set lacks it (a prompts_dir written
+        before the prompt existed keeps working)."""
+        return (self if prompt in self.prompts else default_prompts()).get(prompt).render(**values)
+
     def require(self, spec: dict[str, set[str]]) -> None:
         """Check that the prompts the code renders exist and take exactly these variables."""
         for name, variables in spec.items():

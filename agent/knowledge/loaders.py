@@ -1,14 +1,17 @@
-"""Turn files into text documents: Markdown, plain text, HTML (beautifulsoup4), PDF (pypdf).
+"""Turn files into text documents: Markdown, plain text, HTML (beautifulsoup4), PDF (pypdf), CSV.
 
 Every loader returns Markdown-flavoured text so one heading-aware chunker serves all formats:
 HTML headings become `#` lines and tables `| a | b |` rows; PDF pages become `## Page N`
-sections (PDFs carry no reliable headings, but a page number is a useful citation).
-Files that cannot be used raise `LoadError` with a short reason; the caller reports and skips.
+sections (PDFs carry no reliable headings, but a page number is a useful citation); CSV rows
+become a table. Files that cannot be used raise `LoadError` with a short reason; the caller
+reports and skips. `load_document` reads a file for ingestion; `load_bytes` reads bytes that
+came another way (a file attached to a question), with the same loaders.
 """
 
 from __future__ import annotations
 
 import codecs
+import csv
 import io
 import logging
 import os
@@ -26,7 +29,10 @@ logging.getLogger("pypdf").addHandler(logging.NullHandler())
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES  # what `ingest` reads from a folder
+# CSV files in a knowledge folder are usually a registry's rows (docs/registries.md),
+# so ingest leaves them alone; a CSV attached to a question is read as a table
+CSV_SUFFIXES = {".csv", ".tsv"}
 
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
@@ -180,6 +186,36 @@ def _load_pdf(path: Path, source: str, data: bytes) -> Document:
     return Document(source=source, title=title, text="\n\n".join(sections), format="pdf")
 
 
+CSV_MAX_ROWS = 5000  # rows of an attached CSV turned into table text (the rest is counted, not read)
+
+
+def _load_csv(path: Path, source: str, data: bytes) -> Document:
+    """A CSV (or TSV) file as one Markdown table: the header row, then a row per record."""
+    text = _decode(data)
+    sample = text[:8192]
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
+    try:
+        rows = [[" ".join(cell.split()).replace("|", "/") for cell in row]
+                for row in csv.reader(io.StringIO(text), dialect)]
+    except csv.Error as exc:
+        raise LoadError(f"unreadable CSV ({exc})") from exc
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        raise LoadError("empty file")
+    header, body = rows[0], rows[1 : CSV_MAX_ROWS + 1]
+    width = max(len(row) for row in [header, *body])
+    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in [header]]
+    lines.append("|" + "---|" * width)
+    lines += ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in body]
+    more = len(rows) - 1 - len(body)
+    if more > 0:
+        lines.append(f"\n({more} more rows not read)")
+    return Document(source=source, title=title_from_name(path), text="\n".join(lines), format="csv")
+
+
 _SPECIAL = [(stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")]
 
@@ -208,15 +244,23 @@ def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
 
 def load_document(path: Path, source: str | None = None, *, max_bytes: int | None = None) -> Document:
     """Read one file into a Document, or raise LoadError saying why it cannot be used."""
+    return load_bytes(path.name, read_regular_file(path, max_bytes), source)
+
+
+def load_bytes(name: str, data: bytes, source: str | None = None) -> Document:
+    """A file's bytes (its type told by `name`'s suffix, or a PDF's own header) into a
+    Document, or LoadError saying why it cannot be used."""
+    path = Path(name)
     source = source or path.name
     suffix = path.suffix.lower()
-    data = read_regular_file(path, max_bytes)
     if not data.strip():
         raise LoadError("empty file")
     if suffix in PDF_SUFFIXES or data[:5] == b"%PDF-":
         doc = _load_pdf(path, source, data)
     elif suffix in HTML_SUFFIXES:
         doc = _load_html(path, source, data)
+    elif suffix in CSV_SUFFIXES:
+        doc = _load_csv(path, source, data)
     else:
         doc = _load_markdown(path, source, data)
     if not doc.text.strip():

@@ -8,7 +8,7 @@ once here), with the service's settings, prompts, models and stores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Capabilities, Capability
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agent.prompts import PromptSet
     from agent.providers.models import ServiceModels
     from agent.runtime import Runtime
+    from agent.turn.files import ThreadFiles
     from agent.state.memory import ConversationStore
     from agent.understanding.domain import Domain
     from agent.understanding.identity import Identities
@@ -40,11 +41,12 @@ class TurnContext:
     classifier: Classifier
     tools: ToolRegistry
     tool_specs: list[dict[str, Any]]
+    files: "ThreadFiles | None" = field(default=None)  # each thread's attached files, shared by every collection
 
     @classmethod
     def build(cls, *, settings: "Settings", runtime: "Runtime", prompts: "PromptSet", models: "ServiceModels",
               store: "ConversationStore", identities: "Identities", domain: "Domain", collection: str | None,
-              registries: list[Capability]) -> "TurnContext":
+              registries: list[Capability], files: "ThreadFiles | None" = None) -> "TurnContext":
         knowledge = KnowledgeCapability(runtime, collection)
         capabilities = Capabilities([knowledge, *registries])
         tools = ToolRegistry()
@@ -54,11 +56,11 @@ class TurnContext:
         classifier = Classifier(prompts, capabilities, TopicCheck(runtime, collection, domain))
         return cls(settings=settings, prompts=prompts, models=models, store=store, identities=identities,
                    collection=collection, knowledge=knowledge, capabilities=capabilities, classifier=classifier,
-                   tools=tools, tool_specs=tools.describe())
+                   tools=tools, tool_specs=tools.describe(), files=files)
 
-    def input_problem(self, text: str) -> str | None:
-        """The note for an empty or too long message, else None."""
+    def input_problem(self, text: str, *, files: bool = False) -> str | None:
+        """The note for an empty (without `files` attached) or too long message, else None."""
         text, limit = (text or "").strip(), self.settings.max_message_chars
         if not text:
-            return self.prompts.render("empty_message")
+            return None if files else self.prompts.render("empty_message")
         return self.prompts.render("too_long", limit=limit, length=len(text)) if len(text) > limit else None

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Any
 
-from agent.answers import AnswerResult, AskRequest, Surface
+from agent.answers import AnswerResult, AskRequest, FileProblem, Surface
 from agent.capabilities.base import Capabilities, Command, CommandResult
 from agent.capabilities.loader import load_registries
 from agent.config import Settings
@@ -31,6 +31,7 @@ from agent.tracing import NOOP, Tracer
 from agent.turn.answer_stream import AnswerText, TextFn
 from agent.turn.context import TurnContext
 from agent.turn.degrade import apology
+from agent.turn.files import ThreadFiles, file_problem
 from agent.capabilities.retrieval import Retrieval
 from agent.turn.stages import STAGES, Stage, classify, read, recall
 from agent.turn.state import CountedModel, Ledger, ProgressFn, Turn
@@ -64,6 +65,7 @@ class Askdesk:
         self.identity = Identities(settings, self.domain, runtime, self.prompts)  # what askdesk says it is about
         self.registries = load_registries(runtime, self.prompts)  # a broken declaration fails here
         self._contexts: dict[str | None, TurnContext] = {}
+        self.files = ThreadFiles()  # each thread's attached files, for its follow-ups (never ingested)
         self.ready = True  # False from `starting()` until `warm_up()` has run (a server's /healthz)
 
     @classmethod
@@ -92,7 +94,7 @@ class Askdesk:
             self._contexts[collection] = TurnContext.build(
                 settings=self.settings, runtime=self.runtime, prompts=self.prompts, models=self.models,
                 store=self.store, identities=self.identity, domain=self.domain, collection=collection,
-                registries=self.registries)
+                registries=self.registries, files=self.files)
         return self._contexts[collection]
 
     def starting(self) -> None:
@@ -121,9 +123,15 @@ class Askdesk:
     def capabilities(self, collection: str | None = None) -> Capabilities:
         return self.context(collection).capabilities
 
-    def input_problem(self, text: str) -> str | None:
-        """The note for an empty or too long message, else None (Slack asks first, to show it privately)."""
-        return self.context().input_problem(text)
+    def input_problem(self, text: str, *, files: bool = False) -> str | None:
+        """The note for an empty (without `files`) or too long message, else None (Slack asks
+        first, to show it privately)."""
+        return self.context().input_problem(text, files=files)
+
+    def file_problem(self, name: str, mimetype: str = "", size: int | None = None) -> FileProblem | None:
+        """Why an attached file will not be read (an image, a type askdesk cannot read, over
+        ASKDESK_FILE_MAX_MB), told before the surface downloads it; None: download it."""
+        return file_problem(name, mimetype, size, self.settings)
 
     # ----------------------------------------------------------------- the turn
     async def answer(self, req: AskRequest, progress: ProgressFn | None = None,
@@ -132,7 +140,7 @@ class Askdesk:
         text = (req.text or "").strip()
         turn = Turn(request=req, text=text, progress=progress,
                     answer_text=AnswerText(on_text if self.settings.stream_answers else None))
-        if ctx.input_problem(text) is None:
+        if ctx.input_problem(text, files=bool(req.attachments)) is None:
             turn.span = self.tracer.turn("askdesk turn", {"text": text},
                                          metadata={"thread_id": req.thread_id, "surface": req.surface})
         turn.retrieval = Retrieval(ctx.knowledge, turn.span)
@@ -148,10 +156,13 @@ class Askdesk:
             turn.span = NOOP
         result = turn.result
         assert result is not None, "the stages ended without an answer"
+        if turn.file_notes and not result.answer.startswith(turn.answer_text.shown):
+            result.answer = await turn.answer_text.end_with(result.answer)  # after the files' notes, as shown
         result.llm_calls = len(turn.ledger)
         result.latency_ms = (time.perf_counter() - turn.started) * 1000
-        if turn.remember and req.history is None:  # surfaces that own their history (Slack threads) keep it there
-            await self._remember(req, text, result)
+        # surfaces that own their history (Slack threads) keep it there; a private answer is kept nowhere
+        if turn.remember and req.history is None and not req.private:
+            await self._remember(req, turn.text, result)
         turn.span.end({"answer": result.answer, "route": result.route, "llm_calls": result.llm_calls,
                        "tool_calls": result.tool_calls, "search_only": result.search_only})
         return result

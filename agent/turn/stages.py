@@ -1,8 +1,9 @@
 """The stages of one turn, in order. Each reads and writes the `Turn` (agent/turn/state.py):
 
-    check -> recall -> read -> classify -> retrieve -> respond
+    check -> attach -> recall -> read -> classify -> retrieve -> respond
 
-check: an empty or too long message gets a note. recall: the thread's history. read: what the
+check: an empty or too long message gets a note. attach: the files that came with the question
+(agent/turn/files.py). recall: the thread's history. read: what the
 wording alone says. classify: the route (the gate and the router model read what the turn's
 retrieval found for the message). retrieve: what the route's capability finds before the first
 model call. respond: the agent loop over every capability's tools, or the capability's
@@ -23,6 +24,7 @@ from agent.deadline import ROUTER_SHARE, deadline, remaining
 from agent.providers.base import ProviderError
 from agent.state.memory import trim_history
 from agent.turn.context import TurnContext
+from agent.turn import files
 from agent.turn.degrade import search_results_instead
 from agent.turn.loop import run_agent
 from agent.turn.state import CountedModel, Turn
@@ -34,7 +36,7 @@ Stage = Callable[[Turn, TurnContext], Awaitable[None]]
 
 
 async def check(turn: Turn, ctx: TurnContext) -> None:
-    if problem := ctx.input_problem(turn.text):
+    if problem := ctx.input_problem(turn.text, files=bool(turn.request.attachments)):
         turn.result = AnswerResult(answer=problem, route="clarify")
         turn.remember = False
 
@@ -61,6 +63,7 @@ async def classify(turn: Turn, ctx: TurnContext) -> None:
     with deadline(ctx.settings.turn_timeout * ROUTER_SHARE):  # past it, the LLM-free pre-filter routes
         turn.route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=router(turn, ctx),
                                                  identity=turn.identity, span=span)
+    turn.route = files.about_files(turn.route, turn, ctx)
     span.end(describe(turn.route) | {"query": turn.route.query})
 
 
@@ -104,7 +107,8 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
             run = await run_agent(
                 model=CountedModel(ctx.models.agent, turn.ledger), registry=ctx.tools, prompts=ctx.prompts,
-                question=turn.text, history=turn.history, found=turn.found, max_iterations=ctx.settings.max_iterations,
+                question=turn.text, history=turn.history, found=[*turn.attached, *turn.found],
+                max_iterations=ctx.settings.max_iterations,
                 domain=identity.domain, progress=turn.progress, span=turn.span, tool_specs=ctx.tool_specs,
                 answer=turn.answer_text)
     except (ProviderError, TimeoutError) as exc:
@@ -118,7 +122,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
                          tool_calls=run.tool_calls, data=run.data)
 
 
-STAGES: tuple[Stage, ...] = (check, recall, read, classify, retrieve, respond)
+STAGES: tuple[Stage, ...] = (check, files.attach, recall, read, classify, retrieve, respond)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -138,7 +142,10 @@ def result(turn: Turn, **fields) -> AnswerResult:
 def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResult:
     """The route's capability answers from what it found, without a model."""
     capability = ctx.capabilities.get(turn.route.name)
-    shown = capability.search_only(turn.found[0] if turn.found else None, ctx.prompts)
+    found = turn.found[0] if turn.found else None
+    if turn.route.name == ctx.knowledge.name:
+        found = files.with_files(turn, found)
+    shown = capability.search_only(found, ctx.prompts)
     data = {f.tool: [f.result.data] for f in turn.found if f.result.data is not None}
     text = shown.text
     if turn.route.borderline:  # answered though it may be outside the documents: say so

@@ -87,6 +87,8 @@ class Turn:
     reading: Any = None  # agent.understanding.classify.Reading: what the wording alone says
     route: Any = None  # agent.understanding.router.Route: which capability, and the query it searches
     found: list[Found] = field(default_factory=list)  # what the route's capability found before the model
+    attached: list[Found] = field(default_factory=list)  # the attached files' passages (agent/turn/files.py)
+    file_notes: list[str] = field(default_factory=list)  # one line per attached file that could not be used
     result: AnswerResult | None = None
     remember: bool = True  # False: nothing of this turn goes into the conversation history
     ledger: Ledger = field(default_factory=Ledger)
