@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agent.answers import AnswerResult, AskRequest, Surface
+from agent.answers import AnswerResult, AskRequest, Attachment, Surface
 from agent.capabilities.base import CommandResult
 from agent.messages import ChatMessage
 from agent.state.feedback import Feedback, FeedbackStore
@@ -53,6 +53,9 @@ class Incoming:
     load_history: Callable[[], Awaitable[list[ChatMessage]]] | None = None
     collection: str | None = None  # knowledge collection override (a Slack channel's)
     notice_shown: Callable[[str], bool] | None = None  # the thread already shows this notice (Slack)
+    private: bool = False  # only the asker sees the answer: never stored in the thread's history
+    # the files that came with the question, fetched once the asker sees progress (None: no files)
+    load_attachments: Callable[[], Awaitable[list[Attachment]]] | None = None
 
 
 @dataclass
@@ -111,7 +114,7 @@ class TurnRunner:
 
     def check(self, incoming: Incoming) -> str | None:
         """Why this message gets a note instead of an answer (empty, too long, too fast), else None."""
-        problem = self.askdesk.input_problem(incoming.text)
+        problem = self.askdesk.input_problem(incoming.text, files=incoming.load_attachments is not None)
         if problem is not None:
             return problem
         wait = self.limiter.check(incoming.user_id)
@@ -127,8 +130,10 @@ class TurnRunner:
         history = incoming.history
         if incoming.load_history is not None:
             history = await incoming.load_history()
+        attachments = await incoming.load_attachments() if incoming.load_attachments is not None else []
         request = AskRequest(text=incoming.text, surface=incoming.surface, thread_id=incoming.thread_id,
-                             user_id=incoming.user_id, history=history, collection=incoming.collection)
+                             user_id=incoming.user_id, history=history, collection=incoming.collection,
+                             attachments=attachments, private=incoming.private)
         try:
             result = await self.askdesk.answer(request, progress=reply.progress,
                                                on_text=reply.text if reply.streams else None)

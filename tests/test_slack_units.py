@@ -173,8 +173,8 @@ def test_manifest_declares_everything_the_bot_uses():
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     # events and Web API methods the bot calls -> the scopes they need
     assert {"app_mentions:read", "im:history", "channels:history", "groups:history", "mpim:history", "chat:write",
-            "assistant:write", "commands"} <= scopes
-    assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/facility"]
+            "assistant:write", "commands", "files:read"} <= scopes
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/facility", "/askdesk"]
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["features"]["bot_user"]["display_name"]

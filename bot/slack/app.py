@@ -31,6 +31,7 @@ from bot.slack import actions, agent_view, commands, events
 from bot.slack.history import ThreadHistory
 from bot.slack.http import EVENTS_PATH, healthz, request_guard
 from bot.slack.services import Answering, SlackServices
+from bot.slack import private
 
 if TYPE_CHECKING:
     from agent.turn.service import Askdesk
@@ -88,6 +89,7 @@ def register_listeners(app: AsyncApp, askdesk: "Askdesk") -> None:
     events.register(app)
     agent_view.register(app)
     commands.register(app, askdesk.commands())
+    private.register(app, askdesk.settings.slack_private_command)
     actions.register(app)
 
 

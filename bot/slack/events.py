@@ -5,7 +5,11 @@ thread). In a thread the bot answered, the person who asked gets answers to foll
 without mentioning it again (`slack_follow_ups`); other people mention it (or, with
 `slack_thread_requires_mention` off, any reply in a thread the bot is in is answered).
 Bots (this one included), edits and system subtypes are ignored. DMs answer every
-message, in its thread. Group DMs (`channel_type` "mpim") are multi-person conversations and
+message, in its thread. A channel whose answer mode (ASKDESK_ANSWER_MODE,
+ASKDESK_CHANNEL_ANSWER_MODES) is `mentions` or `private` answers mentions only; in a `private`
+one, and for a question starting with ASKDESK_PRIVATE_WORD, only the asker sees the answer
+(bot/slack/private.py). A message's files are fetched once the asker sees progress
+(bot/slack/files.py) and read by the service. Group DMs (`channel_type` "mpim") are multi-person conversations and
 follow the channel rules, like public ("channel") and private ("group") channels. Each user message is answered once, whichever of its deliveries
 (`app_mention` / `message`) arrives first.
 """
@@ -13,7 +17,7 @@ follow the channel rules, like public ("channel") and private ("group") channels
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -22,7 +26,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.messages import ChatMessage
+from bot.files import fetch_files
+from bot.private import asked_privately
+from bot.slack.files import remote_files
 from bot.slack.history import askers, mentions, strip_mention
+from bot.slack.private import EphemeralReply, ephemeral_sender
 from bot.slack.reply import Reply, SayStream, SetStatus, describe, send_note
 from bot.slack.services import Answering
 from bot.turn import Incoming as TurnIncoming
@@ -45,6 +53,7 @@ class Incoming:
     text: str
     is_dm: bool
     mentioned: bool
+    files: list[dict[str, Any]] = field(default_factory=list)  # Slack's file objects (event["files"])
 
     @property
     def thread_id(self) -> str:
@@ -80,6 +89,7 @@ def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool
         channel=channel, ts=ts, thread_ts=thread_ts or ts, in_thread=bool(thread_ts and thread_ts != ts),
         user=user, team=event.get("team") or context.team_id, text=strip_mention(raw, context.bot_user_id),
         is_dm=is_dm, mentioned=via_mention or mentions(raw, context.bot_user_id),
+        files=[f for f in event.get("files") or [] if isinstance(f, dict)],
     )
 
 
@@ -112,6 +122,8 @@ async def _follow_up_allowed(answering: Answering, incoming: Incoming, context: 
     if not incoming.in_thread or not channel_allowed(answering, incoming.channel):
         return False
     if not settings.slack_follow_ups and settings.slack_thread_requires_mention:
+        return False
+    if settings.answer_mode_for(incoming.channel) != "thread":  # mentions only (private: nothing public to follow)
         return False
     try:
         raw = await answering.threads.messages(incoming.channel, incoming.thread_ts)
@@ -152,11 +164,16 @@ async def _note(client: AsyncWebClient, incoming: Incoming, text: str) -> None:
 
 async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None:
     settings, context = answering.settings, slack.context
-    reply = Reply(
+    text, asked = asked_privately(incoming.text, settings.private_word)
+    private = not incoming.is_dm and (asked or settings.answer_mode_for(incoming.channel) == "private")
+    reply: Reply | EphemeralReply = Reply(
         slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
         streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
         set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
+    if private:
+        reply = EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
+                                                thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []
 
     async def load_history() -> list[ChatMessage]:
@@ -180,11 +197,12 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         return any(notice in str(m.get("blocks") or "") or notice in (m.get("text") or "") for m in raw)
 
     delivery = await answering.runner.run(TurnIncoming(
-        surface="slack", text=incoming.text, thread_id=incoming.thread_id, user_id=incoming.user,
+        surface="slack", text=text, thread_id=incoming.thread_id, user_id=incoming.user, private=private,
+        load_attachments=_attachments(answering, incoming, slack),
         load_history=load_history, collection=settings.slack_channel_collections.get(incoming.channel),
         notice_shown=notice_shown,
     ), reply)
-    if delivery is None:
+    if delivery is None or private:  # a private answer is in no one's thread history
         return
     answering.threads.remember(
         incoming.channel, incoming.thread_ts,
@@ -193,6 +211,14 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": delivery.result.answer}
           for ts in reply.posted_ts[:1]),
     )
+
+
+def _attachments(answering: Answering, incoming: Incoming, slack: Slack):
+    """The message's files, fetched with the bot token when the turn needs them (None: no files)."""
+    if not incoming.files:
+        return None
+    remote = remote_files(incoming.files, token=slack.client.token, api_url=answering.settings.slack_api_url)
+    return lambda: fetch_files(remote, answering.askdesk, "slack")
 
 
 async def _set_title(slack: Slack, text: str) -> None:

@@ -2,7 +2,9 @@
 memory key (a channel reply chain has its own id, so each thread has its own history),
 progress and the streamed text go to the reply renderer (bot/teams/reply.py), the result is
 rendered with citations, AI label and feedback, and the asker is remembered for follow-ups
-without a mention.
+without a mention. A private answer (the conversation's answer mode, or a question starting with
+ASKDESK_PRIVATE_WORD) goes to the asker alone (bot/teams/private.py), is stored nowhere and
+remembers no asker. The message's files are fetched once the asker sees progress.
 
 An answer that cannot reach Teams because the Bot Connector is unreachable (bot/teams/connector.py)
 is one WARNING line with its reference, not the turn runner's delivery error and apology (which
@@ -15,9 +17,12 @@ from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
 
+from bot.files import fetch_files
+from bot.private import asked_privately
 from bot.teams.connector import unreachable
 from bot.teams.escape import teams_text
 from bot.teams.incoming import Incoming
+from bot.teams.private import PrivateSend
 from bot.teams.render import answer_activity
 from bot.teams.stream_refusals import QuietStream
 from bot.teams.reply import PostReply, Reply, StreamReply
@@ -49,9 +54,10 @@ async def note(ctx, text: str) -> None:
 class TeamsReply:
     """The turn runner's `Reply` on Teams: the stream or post renderer, and notes."""
 
-    def __init__(self, bot: "TeamsBot", ctx, incoming: Incoming) -> None:
+    def __init__(self, bot: "TeamsBot", ctx, incoming: Incoming, *, private: bool = False) -> None:
         self.bot, self.ctx = bot, ctx
-        self.renderer = make_reply(bot, ctx, incoming)
+        self.private = PrivateSend(bot, ctx, incoming) if private else None
+        self.renderer = PostReply(self.private) if self.private else make_reply(bot, ctx, incoming)
         self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
         self._started = False
         self.undelivered = False  # the connector was unreachable: the answer never reached Teams
@@ -80,18 +86,27 @@ class TeamsReply:
             return None
 
     async def note(self, text: str) -> None:
-        await note(self.ctx, text)
+        if self.private is None:
+            return await note(self.ctx, text)
+        try:
+            await self.private(MessageActivityInput(text=teams_text(text)))
+        except Exception as exc:
+            log.warning("teams: private note not sent (%s)", type(exc).__name__)
 
     async def apologise(self, text: str) -> None:
-        await self.ctx.send(MessageActivityInput(text=teams_text(text)))
+        await (self.private or self.ctx.send)(MessageActivityInput(text=teams_text(text)))
 
 
 async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
-    reply = TeamsReply(bot, ctx, incoming)
+    text, asked = asked_privately(incoming.text, bot.settings.private_word)
+    private = not incoming.personal and (asked or bot.settings.answer_mode_for(incoming.place) == "private")
+    reply = TeamsReply(bot, ctx, incoming, private=private)
+    files = incoming.files
     delivery = await bot.runner.run(TurnIncoming(
-        surface="teams", text=incoming.text, thread_id=incoming.conversation_id, user_id=incoming.user_id,
+        surface="teams", text=text, thread_id=incoming.conversation_id, user_id=incoming.user_id, private=private,
+        load_attachments=(lambda: fetch_files(files, bot.askdesk, "teams")) if files else None,
     ), reply)
-    if delivery is not None and not reply.undelivered and not incoming.personal:
+    if delivery is not None and not reply.undelivered and not incoming.personal and not private:
         try:
             await bot.askers.remember(incoming.conversation_id, incoming.user_id)
         except Exception as exc:

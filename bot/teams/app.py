@@ -61,6 +61,7 @@ class TeamsBot:
     dedupe: Deduper = field(default_factory=Deduper)
     askers: ThreadAskers = field(init=False)
     no_streaming: set[str] = field(default_factory=set)  # conversations whose stream was refused
+    no_targeted: set[str] = field(default_factory=set)  # tenants that refused a targeted message (bot/teams/private.py)
     tasks: BackgroundTasks = field(default_factory=lambda: BackgroundTasks("teams"))
 
     def __post_init__(self) -> None:

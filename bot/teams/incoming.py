@@ -1,6 +1,6 @@
 """A Teams message activity, reduced to what the bot decides on: where it came from
 (personal chat, channel reply chain, group chat), who sent it, whether it @mentions the bot,
-and the question with the mention removed, as plain text.
+the question with the mention removed, as plain text, and its files (bot/teams/files.py).
 
 Some Teams clients send the user's text as HTML (`<p>who is eligible?&nbsp;</p>`, `<br>`,
 `&amp;`), with `textFormat` "plain" or "xml": `plain_text` turns it into the text the user
@@ -11,12 +11,15 @@ what the user wrote."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Literal
 
 from microsoft_teams.api import MessageActivity
 from microsoft_teams.api.activities.utils import StripMentionsTextOptions
+
+from bot.files import RemoteFile
+from bot.teams.files import remote_files
 
 Scope = Literal["personal", "channel", "groupChat"]
 
@@ -84,10 +87,17 @@ class Incoming:
     text: str
     mentioned: bool
     from_bot: bool
+    files: list[RemoteFile] = field(default_factory=list)
+    user_name: str | None = None
 
     @property
     def personal(self) -> bool:
         return self.scope == "personal"
+
+    @property
+    def place(self) -> str:
+        """The channel or group chat, for its answer mode: a reply chain's id without `;messageid=…`."""
+        return self.conversation_id.split(";", 1)[0]
 
 
 def _scope(activity: MessageActivity) -> Scope:
@@ -119,4 +129,5 @@ def parse(activity: MessageActivity) -> Incoming:
     return Incoming(
         activity_id=activity.id, conversation_id=activity.conversation.id, scope=_scope(activity),
         user_id=activity.from_.id, text=text, mentioned=mentioned, from_bot=_is_bot(activity),
+        files=remote_files(activity.attachments), user_name=activity.from_.name,
     )

@@ -1,7 +1,8 @@
 """Messages in: personal chats answer everything; channels and group chats answer an
 @mention (in a channel: in its reply chain) and, in a channel reply chain the bot answered,
 follow-ups without a new mention from the person who asked there (a group chat has no
-reply chains, so there every question needs the mention). Bots (this one included) are ignored, and an activity id is answered
+reply chains, so there every question needs the mention). A channel or group chat whose answer mode
+is `mentions` or `private` (ASKDESK_CHANNEL_ANSWER_MODES) answers mentions only. Bots (this one included) are ignored, and an activity id is answered
 once however often Teams delivers it.
 
 The handler only decides and acknowledges; the turn runs in the background (bot.spawn),
@@ -39,7 +40,7 @@ async def _addressed(bot, incoming: Incoming) -> bool:
     """Personal chats and mentions always; otherwise only the asker's follow-up in a thread we answered."""
     if incoming.personal or incoming.mentioned:
         return True
-    if incoming.scope != "channel":
+    if incoming.scope != "channel" or bot.settings.answer_mode_for(incoming.place) != "thread":
         return False
     try:
         return await bot.askers.asker(incoming.conversation_id) == incoming.user_id
@@ -51,7 +52,7 @@ async def _addressed(bot, incoming: Incoming) -> bool:
 async def handle(bot, ctx, incoming: Incoming) -> None:
     if not await _addressed(bot, incoming):
         return
-    if not incoming.text:
+    if not incoming.text and not incoming.files:  # files alone are a question about them
         await note(ctx, bot.runner.prompts.render("empty_message"))
         return
     found = command_of(bot, incoming.text)

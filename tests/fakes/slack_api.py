@@ -1,9 +1,12 @@
-"""A recording fake of the Slack Web API (and of slash-command response_urls).
+"""A recording fake of the Slack Web API (and of slash-command response_urls and file downloads).
 
 Real `slack_sdk` clients talk to it over HTTP on 127.0.0.1 (`AsyncWebClient(base_url=
 fake.api_url)`). It keeps threads in memory, so messages the bot posts come back from
 `conversations.replies` like on Slack, records every call (method, arguments, time) and
 can be scripted per method: a 429 with `Retry-After`, or an `{"ok": false}` error.
+`add_file` hosts a file as Slack does: a file object for an event's `files`, whose
+`url_private_download` serves the bytes to a request with a bot token and, like Slack, a
+sign-in page (HTML, 200) to one without.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class FakeSlackAPI:
         self.on_record: Any = None  # optional callback(Call): benchmarks time deliveries exactly
         self.socket_envelopes: list[dict[str, Any]] = []  # sent to a Socket Mode client once it connects
         self.socket_acks: list[dict[str, Any]] = []
+        self.files: dict[str, tuple[bytes, str, bool]] = {}  # file id -> (bytes, content type, chunked)
+        self._file_ids = itertools.count(1)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -52,6 +57,7 @@ class FakeSlackAPI:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{hook}", self._response_url)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/files-pri/{file}/download/{name}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -130,6 +136,24 @@ class FakeSlackAPI:
                 texts.append(json.dumps(c.args))
         return texts
 
+    def add_file(self, name: str, data: bytes, mimetype: str, *, size: int | None = None, chunked: bool = False,
+                 content_type: str | None = None) -> dict[str, Any]:
+        """Host a file; returns its file object as events carry it. `size`: what Slack declares
+        (default: the real size); `chunked`: served without a Content-Length."""
+        file_id = f"F{next(self._file_ids):04d}"
+        self.files[file_id] = (data, content_type or mimetype, chunked)
+        return {
+            "id": file_id, "created": int(time.time()), "timestamp": int(time.time()), "name": name, "title": name,
+            "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1] if "." in name else "binary",
+            "pretty_type": name.rsplit(".", 1)[-1].upper(), "user": "U0001", "user_team": self.team_id,
+            "editable": False, "size": len(data) if size is None else size, "mode": "hosted", "is_external": False,
+            "external_type": "", "is_public": True, "public_url_shared": False, "display_as_bot": False,
+            "username": "",
+            "url_private": f"http://127.0.0.1:{self.port}/files-pri/{self.team_id}-{file_id}/{name}",
+            "url_private_download": f"http://127.0.0.1:{self.port}/files-pri/{self.team_id}-{file_id}/download/{name}",
+            "permalink": f"https://fake.slack.com/files/U0001/{file_id}/{name}",
+        }
+
     # --- handlers -------------------------------------------------------------------------------
 
     async def _args(self, request: web.Request) -> dict[str, Any]:
@@ -174,6 +198,29 @@ class FakeSlackAPI:
         handler = getattr(self, "_" + method.replace(".", "_"), None)
         body = handler(args) if handler else {"ok": True}
         return web.json_response(body)
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        """A file's bytes for a bot token; Slack's sign-in page (HTML) otherwise."""
+        file_id = request.match_info["file"].rsplit("-", 1)[-1]
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._record("files:download", {"file": file_id, "_token": token})
+        if file_id not in self.files:
+            return web.Response(status=404, text="file not found")
+        if not token.startswith("xoxb-"):
+            return web.Response(text="<!DOCTYPE html><html><body>Sign in to Slack</body></html>",
+                                content_type="text/html")
+        data, content_type, chunked = self.files[file_id]
+        if not chunked:
+            return web.Response(body=data, content_type=content_type)
+        response = web.StreamResponse(headers={"Content-Type": content_type})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            for start in range(0, len(data), 1 << 20):
+                await response.write(data[start:start + (1 << 20)])
+        except (ConnectionResetError, RuntimeError):
+            pass  # the bot stopped reading (past its limit)
+        return response
 
     async def _response_url(self, request: web.Request) -> web.Response:
         payload = await request.json()

@@ -9,6 +9,9 @@ does: one message per activity id, a streamed message replaced by its final vers
 can be scripted to fail (e.g. 403 "streaming not allowed" for typing chunks in a channel).
 Activity ids are unique within a conversation only (as Teams promises): `ids_per_conversation`
 numbers each conversation's messages from 1, so two conversations' answers share an id.
+A targeted message (`?isTargetedActivity=true`) is kept as visible to its recipient only;
+`POST /v3/conversations` creates a conversation (a personal chat with a user); `add_file`
+hosts a file at a pre-authorised download URL, as Teams' `file.download.info` gives one.
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ class Call:
     activity_id: str | None  # the path's activity id (reply-to or updated activity)
     body: dict[str, Any]
     at: float = field(default_factory=time.monotonic)
+    query: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def targeted(self) -> bool:
+        """Sent as a targeted message (visible to its recipient only)."""
+        return self.query.get("isTargetedActivity") == "true"
 
     @property
     def type(self) -> str:
@@ -68,12 +77,17 @@ class FakeTeamsConnector:
         self.port = 0
         self._changed: asyncio.Event | None = None
         self.on_record: Callable[[Call], None] | None = None  # benchmarks time deliveries exactly
+        self.created: list[dict[str, Any]] = []  # conversations the bot created (personal chats)
+        self.files: dict[str, tuple[bytes, str]] = {}
+        self._file_ids = itertools.count(1)
 
     # --- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> "FakeTeamsConnector":
         app = web.Application()
         base = "/v3/conversations/{conversation}/activities"
+        app.router.add_post("/v3/conversations", self._create_conversation)
+        app.router.add_get("/files/{file}/{name}", self._download)
         app.router.add_post(base, self._create)
         app.router.add_post(base + "/{activity}", self._create)
         app.router.add_put(base + "/{activity}", self._update)
@@ -106,6 +120,16 @@ class FakeTeamsConnector:
         body = {"error": {"code": "BadArgument" if status == 400 else "Forbidden", "message": error}}
         for _ in range(times):
             self.scripted.append((when, status, body))
+
+    def add_file(self, name: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        """Host a file; returns its download URL (pre-authorised, like `content.downloadUrl`)."""
+        file_id = f"file{next(self._file_ids)}"
+        self.files[file_id] = (data, content_type)
+        return f"http://127.0.0.1:{self.port}/files/{file_id}/{name}?tempauth=fake-{file_id}"
+
+    def visible_to_everyone(self, conversation: str) -> list[dict[str, Any]]:
+        """Bot messages in `conversation` that every member sees (not targeted)."""
+        return [m for m in self.sent_messages(conversation) if not m.get("_targeted_to")]
 
     def calls_in(self, conversation: str) -> list[Call]:
         return [c for c in self.calls if c.conversation == conversation]
@@ -146,7 +170,7 @@ class FakeTeamsConnector:
         conversation = unquote(request.match_info["conversation"])
         reply_to = request.match_info.get("activity")
         body = await request.json()
-        call = Call("POST", conversation, reply_to, body)
+        call = Call("POST", conversation, reply_to, body, query=dict(request.query))
         scripted = self._record(call)
         if scripted is not None:
             return scripted
@@ -157,7 +181,26 @@ class FakeTeamsConnector:
         activity_id = body.get("id") or stream_id or f"bot-{next(self._next_ids(conversation))}"
         if body.get("type") == "message":
             self._show(activity_id, conversation, body)
+            if call.targeted:
+                self.messages[(conversation, activity_id)]["_targeted_to"] = (body.get("recipient") or {}).get("id")
         return web.json_response({"id": activity_id}, status=201)
+
+    async def _create_conversation(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        conversation = f"a:created-{len(self.created) + 1}"
+        scripted = self._record(Call("CREATE", conversation, None, body))
+        if scripted is not None:
+            return scripted
+        self.created.append({"id": conversation, **body})
+        return web.json_response({"id": conversation}, status=201)
+
+    async def _download(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file"]
+        self._record(Call("GET", "", file_id, {}, query=dict(request.query)))
+        if file_id not in self.files or request.query.get("tempauth") != f"fake-{file_id}":
+            return web.Response(status=401, text="unauthorized")
+        data, content_type = self.files[file_id]
+        return web.Response(body=data, content_type=content_type)
 
     async def _update(self, request: web.Request) -> web.Response:
         conversation = unquote(request.match_info["conversation"])
