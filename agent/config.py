@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path(".askdesk"), description="Embedded Qdrant (Edge), SQLite stores and caches live here.")
     qdrant_url: str | None = Field(None, description="Qdrant server/cluster URL; unset = embedded Qdrant Edge under data_dir (one process at a time; see docs/scaling.md).")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
+    database_url: str | None = Field(None, description="PostgreSQL URL (postgresql://user:pass@host:5432/db) for state shared by replicas: conversations, exactly-once claims, rate limits, feedback; unset = SQLite in data_dir (one host). See docs/scaling.md.")
     collection: str = Field("kb", description="Default knowledge collection.")
     registries: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,

@@ -40,7 +40,7 @@ from bench.openai_stub import OpenAIStub
 import agent.tools.formatted_context as formatted_context
 from agent.config import Settings
 from agent.knowledge.ingest import ingest
-from agent.state.memory import SQLiteConversationStore
+from agent.state.sqlite import SQLiteState
 from agent.messages import ChatMessage
 from agent.providers.function import FunctionModel
 from agent.runtime import Runtime
@@ -133,7 +133,7 @@ async def bench_inprocess(runtime: Runtime, questions: list[str], reps: int) -> 
         for name, options in CONFIGS.items():
             model = FunctionModel(well_behaved)
             settings = runtime.settings.model_copy(update={"data_dir": Path(tmp) / name})
-            service = Askdesk(settings, runtime, store=SQLiteConversationStore(Path(tmp) / f"{name}.sqlite"),
+            service = Askdesk(settings, runtime, state=SQLiteState(Path(tmp) / f"{name}.sqlite"),
                               models=ServiceModels(router=model, agent=model, notice=None), **options)
             calls: list[int] = []
             overhead: list[float] = []
@@ -171,7 +171,7 @@ async def bench_e2e(runtime: Runtime, questions: list[str], latency: float) -> l
         for name, options in CONFIGS.items():
             settings = runtime.settings.model_copy(update={
                 "data_dir": Path(tmp) / name, "agent_model": "openai/gpt-4.1-mini", "router_model": "openai/gpt-4.1-nano"})
-            service = Askdesk(settings, runtime, store=SQLiteConversationStore(Path(tmp) / f"{name}.sqlite"), **options)
+            service = Askdesk(settings, runtime, state=SQLiteState(Path(tmp) / f"{name}.sqlite"), **options)
             await service.answer(AskRequest(text=questions[0], surface="bench", thread_id="warm"))
             latencies, calls, retrieval = [], [], []
             for i, question in enumerate(questions):

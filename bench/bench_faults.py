@@ -87,7 +87,7 @@ def _classify(result: Any) -> str:
 async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
     from agent.config import Settings
     from agent.knowledge.ingest import ingest
-    from agent.state.memory import MemoryConversationStore
+    from agent.state.memory import MemoryState
     from agent.runtime import Runtime
     from agent.turn.service import Askdesk, AskRequest
     from agent.turn.stages import STAGES
@@ -116,7 +116,7 @@ async def model_faults(data_dir: Path) -> tuple[list[dict[str, Any]], int]:
             if not provider.startswith("_"):
                 server.script(provider, *[fake.fault(s) if isinstance(s, str) else s for s in steps])
         settings = Settings(data_dir=data_dir / "svc" / str(len(runs)), **fields)
-        service = Askdesk(settings, runtime, store=MemoryConversationStore(),
+        service = Askdesk(settings, runtime, state=MemoryState(),
                           stages=ROUTER_FIRST if "_router_first" in script else STAGES)
         runs.append((name, service))
 

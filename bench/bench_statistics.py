@@ -39,7 +39,7 @@ from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.knowledge.store import DENSE, SPARSE, ensure_collection  # noqa: E402
 from agent.knowledge.vocabulary import vocabulary  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
-from agent.state.memory import MemoryConversationStore  # noqa: E402
+from agent.state.memory import MemoryState  # noqa: E402
 from agent.store.models import PointStruct  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
 
@@ -119,7 +119,7 @@ async def one(size: int, n: int) -> dict[str, str]:
         load = time.perf_counter() - started
 
         runtime.forget("kb")
-        service = Askdesk(settings, runtime, store=MemoryConversationStore())
+        service = Askdesk(settings, runtime, state=MemoryState())
         started = time.perf_counter()
         await service.warm_up()
         warm = time.perf_counter() - started

@@ -34,7 +34,7 @@ from agent.messages import ChatMessage  # noqa: E402
 from agent.providers.function import FunctionModel  # noqa: E402
 from agent.providers.models import ServiceModels  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
-from agent.state.memory import MemoryConversationStore  # noqa: E402
+from agent.state.memory import MemoryState  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
 from agent.understanding.domain import load_domain  # noqa: E402
 from agent.understanding.gate import TopicCheck  # noqa: E402
@@ -111,9 +111,9 @@ async def one_sample(name: str, data_dir: Path, repeat: int) -> dict[str, object
         row["judge ms p50"] = statistics.median(judged)
 
         router = CountingRouter()
-        service = Askdesk(settings, runtime, store=MemoryConversationStore(),
+        service = Askdesk(settings, runtime, state=MemoryState(),
                           models=ServiceModels(router=router, agent=None, notice="bench"))
-        plain = Askdesk(settings, runtime, store=MemoryConversationStore())
+        plain = Askdesk(settings, runtime, state=MemoryState())
         clear_calls = doubtful_calls = clear = doubtful = most = 0
         try:
             for text, thread in items:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from agent.answers import AnswerResult, AskRequest, Attachment, Surface
 from agent.capabilities.base import CommandResult
 from agent.messages import ChatMessage
-from agent.state.feedback import Feedback, FeedbackStore
-from bot.dedupe import Deduper
+from agent.state.feedback import Feedback
+from bot.dedupe import Deliveries
 from bot.rate_limit import RateLimiter
 from bot.records import AnswerRecord, AnswerRecords
 
@@ -53,6 +53,7 @@ class Incoming:
     load_history: Callable[[], Awaitable[list[ChatMessage]]] | None = None
     collection: str | None = None  # knowledge collection override (a Slack channel's)
     notice_shown: Callable[[str], bool] | None = None  # the thread already shows this notice (Slack)
+    claims: tuple[str, ...] = ()  # delivery claims settled once the turn is over (bot/dedupe.py)
     private: bool = False  # only the asker sees the answer: never stored in the thread's history
     # the files that came with the question, fetched once the asker sees progress (None: no files)
     load_attachments: Callable[[], Awaitable[list[Attachment]]] | None = None
@@ -99,30 +100,40 @@ async def last_word(reply: "Reply", text: str, surface: str, timeout: float = 3.
 
 
 class TurnRunner:
-    """The flow around `Askdesk.answer` that every surface shares, with its per-process state."""
+    """The flow around `Askdesk.answer` that every surface shares; what it keeps (claims, rate
+    limits, answer records, feedback) lives in the service's state store, shared by replicas."""
 
-    def __init__(self, askdesk: "Askdesk", *, feedback: FeedbackStore | None = None, rate_limit: bool = True) -> None:
+    def __init__(self, askdesk: "Askdesk", *, rate_limit: bool = True) -> None:
         settings = askdesk.settings
         self.askdesk = askdesk
         self.prompts = askdesk.prompts
+        self.state = askdesk.state
+        self.deliveries = Deliveries(self.state)
         # the terminal's one local user is not rate limited; chat surfaces share one limit per user
-        self.limiter = RateLimiter(settings.rate_limit_per_minute if rate_limit else 0)
-        self.notices = Deduper(ttl_seconds=NOTICE_TTL_S)
-        self.records = AnswerRecords(store_text=settings.store_text)
-        self.feedback_store = feedback or FeedbackStore(settings.sqlite_path, store_text=settings.store_text)
+        self.limiter = RateLimiter(self.state, settings.rate_limit_per_minute if rate_limit else 0)
+        self.records = AnswerRecords(self.state, store_text=settings.store_text)
+        self.store_text = settings.store_text
         self.feedback_routes = {*askdesk.capabilities().names, "clarify"}
 
-    def check(self, incoming: Incoming) -> str | None:
+    async def check(self, incoming: Incoming) -> str | None:
         """Why this message gets a note instead of an answer (empty, too long, too fast), else None."""
         problem = self.askdesk.input_problem(incoming.text, files=incoming.load_attachments is not None)
         if problem is not None:
             return problem
-        wait = self.limiter.check(incoming.user_id)
+        wait = await self.limiter.check(incoming.user_id)
         return self.prompts.render("rate_limited", seconds=int(wait)) if wait else None
 
     async def run(self, incoming: Incoming, reply: Reply) -> Delivery | None:
-        """Answer `incoming` through `reply`; None when it got a note instead or was not delivered."""
-        if (problem := self.check(incoming)) is not None:
+        """Answer `incoming` through `reply`; None when it got a note instead or was not delivered.
+        The delivery's claims are settled when the turn is over, whatever its outcome, unless the
+        process is stopping (another replica may then answer Slack's retry)."""
+        delivery = await self._run(incoming, reply)
+        if incoming.claims:
+            await self.deliveries.settle(*incoming.claims)
+        return delivery
+
+    async def _run(self, incoming: Incoming, reply: Reply) -> Delivery | None:
+        if (problem := await self.check(incoming)) is not None:
             await reply.note(problem)
             return None
         await reply.progress(self.prompts.render("thinking"))  # instant feedback
@@ -143,7 +154,7 @@ class TurnRunner:
         except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
             log.error("%s: answer failed (reference %s): %s", incoming.surface, answer_id, type(exc).__name__)
             result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge")
-        delivery = Delivery(result=result, answer_id=answer_id, notice=self._notice(incoming, result),
+        delivery = Delivery(result=result, answer_id=answer_id, notice=await self._notice(incoming, result),
                             feedback=result.route in self.feedback_routes)
         try:
             message_id = await reply.finish(delivery)
@@ -157,19 +168,20 @@ class TurnRunner:
                           answer_id, type(again).__name__)
             return None
         if delivery.feedback:
-            self.records.remember(AnswerRecord(
+            await self.records.remember(AnswerRecord(
                 answer_id=answer_id, route=result.route, sources=[r.source for r in result.references],
                 question=incoming.text), conversation=incoming.thread_id, message_id=message_id)
         return delivery
 
-    def _notice(self, incoming: Incoming, result: AnswerResult) -> str | None:
+    async def _notice(self, incoming: Incoming, result: AnswerResult) -> str | None:
         """The result's notice, the first time in this thread only (across restarts where the
         surface can tell that the thread already shows it)."""
         if not result.notice:
             return None
         if incoming.notice_shown is not None and incoming.notice_shown(result.notice):
             return None
-        return result.notice if self.notices.first_time(incoming.thread_id) else None
+        first = await self.deliveries.first_time(f"notice:{incoming.thread_id}", ttl_s=NOTICE_TTL_S)
+        return result.notice if first else None
 
     # ----------------------------------------------------------------- commands
     async def command(self, name: str, text: str) -> CommandResult:
@@ -184,11 +196,11 @@ class TurnRunner:
         """Store a 👍/👎: the answer found by its id (Slack's button carries it) or by the rated
         message in its conversation (Teams sends only that); what the button carries fills in
         for an answer this process no longer remembers."""
-        record = self.records.get(answer_id) if answer_id else self.records.by_message(thread, message_id)
-        await self.feedback_store.add(Feedback(
+        record = await self.records.get(answer_id) if answer_id else await self.records.by_message(thread, message_id)
+        await self.state.add_feedback(Feedback(
             rating=rating, user_id=user_id, surface=surface, channel=channel, thread=thread,
             answer_id=record.answer_id if record else (answer_id or message_id),
             route=record.route if record else route,
             sources=list(record.sources) if record else list(sources or []),
-            question=record.question if record else None,
+            question=record.question if record and self.store_text else None,
         ))

@@ -162,3 +162,22 @@ def llm_server(monkeypatch):
 
 # --- knowledge base (tests/knowledge_fixtures.py): kb_subset_cache, kb_subset, kb_settings ---
 from tests.knowledge_fixtures import kb_runtime, kb_settings, kb_subset, kb_subset_cache  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """This run's own PostgreSQL server (tests/postgres_server.py), started on first use."""
+    from tests.postgres_server import PostgresServer, bindir
+
+    found = bindir()
+    if found is None:
+        pytest.skip("PostgreSQL is not installed (scripts/test installs Debian's postgresql package)")
+    server = PostgresServer(found).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """A new empty database on the test server."""
+    return postgres_server.new_database()

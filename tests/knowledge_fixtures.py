@@ -123,10 +123,10 @@ def kb_settings(tmp_path_factory, kb_subset_cache, pytestconfig) -> Settings:
 @asynccontextmanager
 async def service_on(runtime: Runtime, **kwargs):
     """An Askdesk over `runtime` that keeps nothing on disk (routes with the configured models)."""
-    from agent.state.memory import MemoryConversationStore
+    from agent.state.memory import MemoryState
     from agent.turn.service import Askdesk
 
-    service = Askdesk(runtime.settings, runtime, store=MemoryConversationStore(), **kwargs)
+    service = Askdesk(runtime.settings, runtime, state=MemoryState(), **kwargs)
     try:
         yield service
     finally:

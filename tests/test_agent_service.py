@@ -16,7 +16,8 @@ import yaml
 from typer.testing import CliRunner
 
 from agent.config import Settings
-from agent.state.memory import MemoryConversationStore, SQLiteConversationStore
+from agent.state.memory import MemoryState
+from agent.state.sqlite import SQLiteState
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
@@ -56,7 +57,7 @@ def facility_hits(result) -> list:
 def make_service(kb, tmp_path, *, store=None, **fields) -> Askdesk:
     fields.setdefault("llm_max_retries", 1)
     settings = Settings(data_dir=tmp_path / "svc", **fields)
-    return Askdesk(settings, kb, store=store if store is not None else MemoryConversationStore())
+    return Askdesk(settings, kb, state=store if store is not None else MemoryState())
 
 
 def tool_step(*queries: str) -> dict:
@@ -113,7 +114,7 @@ async def test_followup_is_router_plus_agent_two_calls_with_the_rewritten_query_
     rewritten = "BCY2025 PSOC weekly amount for a family of 4 with monthly income $5,161"
     llm_server.script("openai", final_step("$34 per week.", DOC), final_step("$352 a month.", DOC))
     llm_server.script("groq", {"route": "knowledge", "search_query": rewritten})
-    store = SQLiteConversationStore(tmp_path / "memory.sqlite")
+    store = SQLiteState(tmp_path / "memory.sqlite")
     service = make_service(kb, tmp_path, store=store, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
 
     await service.answer(AskRequest(text=FIRST_Q, thread_id="T"))
@@ -252,7 +253,7 @@ async def test_no_key_followup_uses_the_heuristic_rewrite(kb, tmp_path):
 
 
 async def test_slack_style_history_is_used_and_not_stored(kb, tmp_path):
-    store = MemoryConversationStore()
+    store = MemoryState()
     service = make_service(kb, tmp_path, store=store)
     history = [ChatMessage(role="user", content=FIRST_Q), ChatMessage(role="assistant", content="$34 per week")]
     result = await service.answer(AskRequest(text=FOLLOW_UP, surface="slack", thread_id="C1:1.2", history=history))
@@ -352,7 +353,7 @@ async def test_an_unexpected_error_gives_an_apology_and_logs_no_message_text(kb,
     def exploding(messages, response_model):
         raise RuntimeError(f"bug while handling {messages[-1].content!r}")
 
-    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb, store=MemoryConversationStore(),
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb, state=MemoryState(),
                       models=ServiceModels(router=None, agent=FunctionModel(exploding), notice=None))
     with caplog.at_level(logging.INFO):
         result = await service.answer(AskRequest(text=FIRST_Q))
@@ -398,7 +399,7 @@ def extraction_model(reply):
 def service_with_router(kb, tmp_path, router) -> Askdesk:
     from agent.turn.service import ServiceModels
 
-    return Askdesk(Settings(data_dir=tmp_path / "svc"), kb, store=MemoryConversationStore(),
+    return Askdesk(Settings(data_dir=tmp_path / "svc"), kb, state=MemoryState(),
                    models=ServiceModels(router=router, agent=None, notice="search only"))
 
 

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from agent.turn.loop import run_agent
-from agent.state.memory import MemoryConversationStore
+from agent.state.memory import MemoryState
 from agent.prompts import default_prompts
 from agent.turn.service import Askdesk, AskRequest, ServiceModels
 from agent.tracing import NOOP, Tracer, redact
@@ -118,7 +118,7 @@ def traced(monkeypatch, langsmith_server):
 
 
 async def test_service_turn_is_traced_with_thread_and_surface(traced, settings):
-    service = Askdesk(settings, runtime=None, store=MemoryConversationStore(),
+    service = Askdesk(settings, runtime=None, state=MemoryState(),
                       models=ServiceModels(router=None, agent=None, notice=None))
     assert service.tracer.enabled
     result = await service.answer(AskRequest(text="hello", surface="teams", thread_id="conv-42"))

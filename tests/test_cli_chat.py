@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import Settings
-from agent.state.memory import SQLiteConversationStore
+from agent.state.sqlite import SQLiteState
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_KB, seed_embeddings
 
@@ -162,7 +162,7 @@ def spawn(data_dir):
 
 def history(data_dir: Path, thread: str) -> list[tuple[str, str]]:
     async def load():
-        store = SQLiteConversationStore(Settings(data_dir=data_dir).sqlite_path)
+        store = SQLiteState(Settings(data_dir=data_dir).sqlite_path)
         try:
             return (await store.load("cli", thread)).messages
         finally:

@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from agent.config import Settings
-from agent.state.memory import MemoryConversationStore
+from agent.state.memory import MemoryState
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
 from tests.fakes.llm_server import Raw, fault
@@ -46,7 +46,7 @@ async def test_a_fault_run_logs_no_message_text_and_no_keys(kb_settings, llm_ser
                         router_model="groq/llama-3.1-8b-instant", fallback_models=["gemini/gemini-2.5-flash"],
                         llm_max_retries=1)
     runtime = Runtime.open(kb_settings)
-    service = Askdesk(settings, runtime, store=MemoryConversationStore())
+    service = Askdesk(settings, runtime, state=MemoryState())
     try:
         answers = [await service.answer(AskRequest(text=QUESTION, thread_id=f"t{i}")) for i in range(4)]
     finally:
@@ -89,7 +89,7 @@ async def test_at_root_debug_no_library_logs_text_or_a_traceback(kb_settings, ll
     exception that quotes it: the marker appears nowhere in the output, nor does a traceback.
     Then every logger is forced to DEBUG, and the same holds."""
     from agent.knowledge.ingest import ingest
-    from agent.state.memory import SQLiteConversationStore
+    from agent.state.sqlite import SQLiteState
     from tests.crash_child import EMBEDDER, HashEmbedder
 
     llm_server.check_complete = False
@@ -109,7 +109,7 @@ async def test_at_root_debug_no_library_logs_text_or_a_traceback(kb_settings, ll
         settings = Settings(data_dir=tmp_path / "svc", agent_model="openai/gpt-4.1-mini", router_model=None,
                             llm_max_retries=1)
         runtime = Runtime.open(kb_settings)
-        service = Askdesk(settings, runtime, store=SQLiteConversationStore(tmp_path / "svc" / "askdesk.sqlite"))
+        service = Askdesk(settings, runtime, state=SQLiteState(tmp_path / "svc" / "askdesk.sqlite"))
         try:
             answers = [await service.answer(AskRequest(text=QUESTION, thread_id=thread))]
         finally:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent.state.memory import SQLiteConversationStore, trim_history
+from agent.state.conversation import trim_history
+from agent.state.sqlite import SQLiteState
 from agent.messages import ChatMessage
 
 
@@ -26,14 +27,14 @@ def test_trim_cuts_an_oversized_newest_message_instead_of_dropping_everything():
 
 async def test_sqlite_store_isolates_threads_and_surfaces_and_persists(tmp_path):
     path = tmp_path / "memory.sqlite"
-    store = SQLiteConversationStore(path)
+    store = SQLiteState(path)
     await store.append("cli", "t1", [msg("user", "q1"), msg("assistant", "a1")])
     await store.append("cli", "t2", [msg("user", "other thread")])
     await store.append("teams", "t1", [msg("user", "other surface")])
     await store.append("cli", "t1", [msg("user", "q2")])
     await store.close()
 
-    reopened = SQLiteConversationStore(path)
+    reopened = SQLiteState(path)
     conv = await reopened.load("cli", "t1")
     assert conv.key == "cli:t1"
     assert [(m.role, m.content) for m in conv.messages] == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
@@ -44,7 +45,7 @@ async def test_sqlite_store_isolates_threads_and_surfaces_and_persists(tmp_path)
 
 
 async def test_sqlite_store_reads_only_the_newest_messages(tmp_path):
-    store = SQLiteConversationStore(tmp_path / "m.sqlite", max_messages=3)
+    store = SQLiteState(tmp_path / "m.sqlite", max_messages=3)
     await store.append("cli", "t", [msg("user", str(i)) for i in range(10)])
     conv = await store.load("cli", "t")
     assert [m.content for m in conv.messages] == ["7", "8", "9"]
@@ -59,16 +60,14 @@ async def test_concurrent_first_use_opens_one_connection_and_leaks_no_thread(tmp
     import asyncio
     import threading
 
-    from bot.teams.threads import ThreadAskers
-
     before = set(threading.enumerate())
-    store = SQLiteConversationStore(tmp_path / "memory.sqlite")
-    askers = ThreadAskers(tmp_path / "threads.sqlite")
+    store = SQLiteState(tmp_path / "memory.sqlite")
+    askers = SQLiteState(tmp_path / "threads.sqlite")
 
     async def turn(i: int) -> None:
         await store.load("cli", f"t{i}")
         await store.append("cli", f"t{i}", [msg("user", f"q{i}")])
-        await askers.remember(f"c{i}", f"u{i}")
+        await askers.remember_asker(f"c{i}", f"u{i}")
 
     await asyncio.gather(*(turn(i) for i in range(20)))
     assert [m.content for m in (await store.load("cli", "t7")).messages] == ["q7"]

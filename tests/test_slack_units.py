@@ -1,16 +1,13 @@
-"""Slack building blocks that need no server: splitting, Block Kit limits, dedupe,
-rate limit, thread history conversion, feedback store."""
+"""Slack building blocks that need no server: splitting, Block Kit limits, thread history
+conversion (dedupe, rate limits and feedback records: tests/test_state_contract.py)."""
 
 from __future__ import annotations
 
 import json
 
-from agent.state.feedback import Feedback, FeedbackStore
 from agent.references import Reference
 from bot.slack import blocks
-from bot.dedupe import Deduper
 from bot.slack.history import askers, strip_mention, to_chat
-from bot.rate_limit import RateLimiter
 
 
 def _fences_balanced(part: str) -> bool:
@@ -104,23 +101,6 @@ def test_record_blocks_are_compact_and_shareable():
     assert "<@U9>" in json.dumps(shared) and shared[-1]["type"] != "actions"
 
 
-def test_dedupe_expires_and_separates_keys():
-    d = Deduper(ttl_seconds=0.05)
-    assert d.claim_message("C1", "1.0") and not d.claim_message("C1", "1.0")
-    assert d.claim_message("C1", "2.0")
-    assert not d.seen_event("Ev1") and d.seen_event("Ev1")
-    import time
-
-    time.sleep(0.06)
-    assert d.claim_message("C1", "1.0")
-
-
-def test_rate_limiter_reports_wait_time():
-    limiter = RateLimiter(per_minute=2)
-    assert limiter.check("U1") == 0 and limiter.check("U1") == 0
-    wait = limiter.check("U1")
-    assert 1 <= wait <= 60
-    assert limiter.check("U2") == 0
 
 
 def test_history_strips_mentions_and_marks_bot_turns():
@@ -146,16 +126,6 @@ def test_askers_are_the_people_the_bot_answered_in_a_thread():
     assert askers(raw, "UBOT", "B1") == {"U1"}
     assert askers(raw[:1], "UBOT", "B1") == set()  # the bot has not answered yet
 
-
-async def test_feedback_store_keeps_text_only_when_allowed(tmp_path):
-    private = FeedbackStore(tmp_path / "a.sqlite", store_text=False)
-    await private.add(Feedback(rating="up", user_id="U1", channel="C1", thread="1.0", route="knowledge",
-                               sources=["a.md"], question="secret question"))
-    [row] = await private.recent()
-    assert row.rating == "up" and row.sources == ["a.md"] and row.question is None
-    public = FeedbackStore(tmp_path / "b.sqlite", store_text=True)
-    await public.add(Feedback(rating="down", user_id="U1", question="visible question"))
-    assert (await public.recent())[0].question == "visible question"
 
 
 def test_manifest_declares_everything_the_bot_uses():

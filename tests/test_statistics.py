@@ -115,10 +115,10 @@ def test_unreadable_or_foreign_statistics_are_ignored(tmp_path, bad):
 async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tmp_path, monkeypatch):
     """What `askdesk serve` does before it reports ready: afterwards neither a question for the
     documents nor a registry search scrolls a collection (no cold cache in a user's wait)."""
-    from agent.state.memory import MemoryConversationStore
+    from agent.state.memory import MemoryState
     from agent.turn.service import Askdesk, AskRequest
 
-    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, store=MemoryConversationStore())
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, state=MemoryState())
     for key in [k for k in kb_runtime.caches if k[0] in ("vocabulary", "places")]:
         kb_runtime.caches.pop(key)
     took = await service.warm_up()

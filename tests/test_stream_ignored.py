@@ -10,7 +10,7 @@ from agent.config import Settings
 from agent.messages import ChatMessage
 from agent.providers.compatible import CompatibleProvider
 from agent.runtime import Runtime
-from agent.state.memory import MemoryConversationStore
+from agent.state.memory import MemoryState
 from agent.turn.service import Askdesk, AskRequest
 from agent.turn.steps import AgentStep
 
@@ -64,7 +64,7 @@ async def test_streamed_turns_get_the_models_answer_not_search_only(kb_settings,
     llm_server.script_default("compatible", FINAL)
     settings = Settings(data_dir=tmp_path / "svc", agent_model="compatible/qwen2.5", router_model="compatible/qwen2.5")
     runtime = Runtime.open(kb_settings)
-    service = Askdesk(settings, runtime, store=MemoryConversationStore())
+    service = Askdesk(settings, runtime, state=MemoryState())
     shown: list[str] = []
 
     async def on_text(text: str) -> None:

@@ -14,7 +14,6 @@ import shutil
 import pytest
 
 from agent.config import Settings
-from agent.state.feedback import FeedbackStore
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk
 from tests.conftest import SAMPLE_FACILITIES, SAMPLE_KB, seed_embeddings
@@ -318,7 +317,7 @@ async def test_feedback_invoke_is_stored_with_surface_teams(make_bot, connector,
     status, _ = await teams.post(feedback_invoke(connector.service_url, reaction="dislike", reply_to_id=answer["id"],
                                                  conversation=thread, comment="too vague"))
     assert status == 200
-    [row] = await FeedbackStore(teams.bot.settings.sqlite_path).recent()
+    [row] = await teams.bot.askdesk.state.recent_feedback()
     assert (row.surface, row.rating, row.user_id, row.route) == ("teams", "down", "29:user-ada", "knowledge")
     assert row.thread == thread["id"] and row.channel == thread["id"].split(";")[0]
     assert row.sources == [KB_DOC] and row.question is None

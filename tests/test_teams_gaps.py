@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from agent.state.feedback import FeedbackStore
 from tests.fakes.teams_connector import (
     BOT_ID as TEAMS_BOT_ID,
     BOT_NAME,
@@ -110,7 +109,7 @@ async def test_feedback_with_the_same_message_id_in_two_conversations(make_bot, 
     status, _ = await teams.post(feedback_invoke(connector.service_url, reaction="dislike", reply_to_id=b["id"],
                                                  conversation=second))
     assert status == 200
-    rows = {row.thread: row for row in await FeedbackStore(teams.bot.settings.sqlite_path).recent()}
+    rows = {row.thread: row for row in await teams.bot.askdesk.state.recent_feedback()}
     assert (rows[first["id"]].rating, rows[first["id"]].sources) == ("up", [KB_DOC])
     assert rows[first["id"]].question == "who is eligible by income?"
     assert (rows[second["id"]].rating, rows[second["id"]].sources) == ("down", [])

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from agent.config import Settings
-from agent.state.memory import MemoryConversationStore
+from agent.state.memory import MemoryState
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
 
@@ -34,7 +34,7 @@ async def _ask(runtime, tmp_path, question: str = QUESTION, *, router_model_firs
     from agent.turn.stages import STAGES
 
     settings = Settings(data_dir=tmp_path / "svc", turn_timeout=BUDGET, **fields)
-    service = Askdesk(settings, runtime, store=MemoryConversationStore(),
+    service = Askdesk(settings, runtime, state=MemoryState(),
                       stages=ROUTER_FIRST if router_model_first else STAGES)
     started = time.monotonic()
     try:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from aiohttp.test_utils import TestClient, TestServer
 
 from agent.config import Settings
-from agent.state.memory import MemoryConversationStore
+from agent.state.memory import MemoryState
 from agent.turn.service import Askdesk
 from bot.teams.server import AiohttpAdapter
 
 
 async def test_teams_healthz_says_starting_until_the_service_has_warmed_up(kb_runtime, tmp_path):
-    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, store=MemoryConversationStore())
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, state=MemoryState())
     adapter = AiohttpAdapter()
     adapter.ready = lambda: service.ready
     service.starting()
@@ -26,7 +26,7 @@ async def test_teams_healthz_says_starting_until_the_service_has_warmed_up(kb_ru
 
 
 async def test_a_service_nobody_warms_is_ready_as_built(kb_runtime, tmp_path):
-    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, store=MemoryConversationStore())
+    service = Askdesk(Settings(data_dir=tmp_path / "svc"), kb_runtime, state=MemoryState())
     assert service.ready
     await service.close()
 

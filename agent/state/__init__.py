@@ -1,1 +1,25 @@
-"""Shared state: conversation memory and feedback records (SQLite, embedded)."""
+"""Shared state (agent/state/base.py): SQLite by default, PostgreSQL with ASKDESK_DATABASE_URL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.state.base import AnswerRecord, StateStore, StateUnavailable
+from agent.state.guarded import Guarded
+
+if TYPE_CHECKING:
+    from agent.config import Settings
+
+__all__ = ["AnswerRecord", "Guarded", "StateStore", "StateUnavailable", "open_state"]
+
+
+def open_state(settings: "Settings") -> Guarded:
+    """The deployment's state store, guarded (agent/state/guarded.py); nothing is connected
+    until first use or `open()` (a server opens it at start-up, so a wrong URL fails there)."""
+    if settings.database_url:
+        from agent.state.postgres import PostgresState  # asyncpg only where it is used
+
+        return Guarded(PostgresState(settings.database_url))
+    from agent.state.sqlite import SQLiteState
+
+    return Guarded(SQLiteState(settings.sqlite_path))

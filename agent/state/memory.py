@@ -1,130 +1,98 @@
-"""Conversation memory: history keyed by surface + thread id, trimmed to a character budget.
+"""The state store in process memory: evaluation and benchmarks keep nothing on disk.
 
-Slack reads history back from the thread itself and passes it in the request; Teams and
-the terminal keep it here, in an embedded SQLite file (aiosqlite: async, no server).
-"""
+Same contract as the SQLite and PostgreSQL backends (tests/test_state_contract.py), for one
+process; bounded like every per-process cache (bot/cache.py)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from collections import deque
+
+from cachetools import LRUCache, TTLCache
 
 from agent.messages import ChatMessage
-from agent.state.sqlite_once import LazyConnection
+from agent.state.base import AnswerRecord
+from agent.state.conversation import Conversation, conversation_key
+from agent.state.feedback import Feedback
+
+KEPT = 50_000
 
 
-def conversation_key(surface: str, thread_id: str) -> str:
-    return f"{surface}:{thread_id}"
+class MemoryState:
+    backend = "memory"
 
+    def __init__(self, *, max_messages: int = 50) -> None:
+        self.max_messages = max_messages
+        self._messages: LRUCache = LRUCache(KEPT)
+        self._claims: dict[str, tuple[float, bool]] = {}  # key -> (expires, settled)
+        self._hits: dict[str, deque[float]] = {}
+        self._feedback: deque[Feedback] = deque(maxlen=KEPT)
+        self._records: LRUCache = LRUCache(KEPT)
+        self._by_message: LRUCache = LRUCache(KEPT)
+        self._askers: TTLCache = TTLCache(KEPT, ttl=30 * 24 * 3600)
 
-def trim_history(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
-    """The newest messages whose contents fit in `budget_chars` (order kept).
-
-    A single newest message longer than the budget is cut from its start, so the model
-    always sees the latest context."""
-    if budget_chars <= 0 or not messages:
-        return []
-    kept: list[ChatMessage] = []
-    used = 0
-    for message in reversed(messages):
-        size = len(message.content)
-        if used + size > budget_chars:
-            if not kept:
-                kept.append(message.model_copy(update={"content": message.content[-budget_chars:]}))
-            break
-        kept.append(message)
-        used += size
-    kept.reverse()
-    return kept
-
-
-@dataclass
-class Conversation:
-    """One thread's history (user and assistant turns only)."""
-
-    surface: str
-    thread_id: str
-    messages: list[ChatMessage] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return conversation_key(self.surface, self.thread_id)
-
-    def trimmed(self, budget_chars: int) -> list[ChatMessage]:
-        return trim_history(self.messages, budget_chars)
-
-
-class ConversationStore(Protocol):
-    async def load(self, surface: str, thread_id: str) -> Conversation: ...
-
-    async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-class MemoryConversationStore:
-    """In-process store (benchmarks, eval): same behaviour, nothing on disk."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, list[ChatMessage]] = {}
-
-    async def load(self, surface: str, thread_id: str) -> Conversation:
-        key = conversation_key(surface, thread_id)
-        return Conversation(surface, thread_id, list(self._data.get(key, [])))
-
-    async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None:
-        self._data.setdefault(conversation_key(surface, thread_id), []).extend(messages)
+    async def open(self) -> None:
+        return None
 
     async def close(self) -> None:
         return None
 
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation TEXT NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation, id);
-"""
-
-
-class SQLiteConversationStore:
-    """History in one SQLite file; reads return only the newest `max_messages` per thread."""
-
-    def __init__(self, path: Path, *, max_messages: int = 50) -> None:
-        self.path = Path(path)
-        self.max_messages = max_messages
-        self._conn = LazyConnection(self.path, _SCHEMA)
-
     async def load(self, surface: str, thread_id: str) -> Conversation:
-        db = await self._conn()
-        key = conversation_key(surface, thread_id)
-        rows = await db.execute_fetchall(
-            "SELECT role, content FROM messages WHERE conversation = ? ORDER BY id DESC LIMIT ?",
-            (key, self.max_messages),
-        )
-        messages = [ChatMessage(role=role, content=content) for role, content in reversed(rows)]
-        return Conversation(surface, thread_id, messages)
+        kept = self._messages.get(conversation_key(surface, thread_id), [])
+        return Conversation(surface, thread_id, list(kept[-self.max_messages:]))
 
     async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None:
-        if not messages:
-            return
-        db = await self._conn()
         key = conversation_key(surface, thread_id)
-        now = time.time()
-        # `async with` closes the cursor on the connection's own thread: one left to the garbage
-        # collector is finalized on the event loop's thread, racing the worker ("API misuse").
-        async with db.executemany(
-            "INSERT INTO messages (conversation, role, content, created) VALUES (?, ?, ?, ?)",
-            [(key, m.role, m.content, now) for m in messages],
-        ):
-            pass
-        await db.commit()
+        self._messages[key] = [*self._messages.get(key, []), *messages][-self.max_messages:]
 
-    async def close(self) -> None:
-        await self._conn.close()
+    async def claim(self, key: str, ttl_s: float, *, settled: bool = False) -> bool:
+        now = time.monotonic()
+        if len(self._claims) > KEPT:
+            self._claims = {k: v for k, v in self._claims.items() if v[0] > now}
+        held = self._claims.get(key)
+        if held is not None and held[0] > now:
+            return False  # one process: a holder that is not settled is still at work
+        self._claims[key] = (now + ttl_s, settled)
+        return True
+
+    async def settle(self, *keys: str) -> None:
+        for key in keys:
+            if key in self._claims:
+                self._claims[key] = (self._claims[key][0], True)
+
+    async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
+        now = time.monotonic()
+        hits = self._hits.setdefault(user_id, deque())
+        while hits and now - hits[0] >= window_s:
+            hits.popleft()
+        if len(hits) >= limit:
+            return hits[0] + window_s - now
+        hits.append(now)
+        if len(self._hits) > KEPT:
+            self._hits = {u: h for u, h in self._hits.items() if h and now - h[-1] < window_s}
+        return 0.0
+
+    async def add_feedback(self, item: Feedback) -> None:
+        self._feedback.append(item)
+
+    async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
+        return list(reversed(self._feedback))[:limit]
+
+    async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
+                              message_id: str | None = None) -> None:
+        self._records[record.answer_id] = record
+        if conversation and message_id:
+            self._by_message[(conversation, message_id)] = record.answer_id
+
+    async def answer_record(self, answer_id: str) -> AnswerRecord | None:
+        return self._records.get(answer_id)
+
+    async def answer_by_message(self, conversation: str, message_id: str) -> AnswerRecord | None:
+        answer_id = self._by_message.get((conversation, message_id))
+        return self._records.get(answer_id) if answer_id else None
+
+    async def remember_asker(self, conversation: str, asker: str) -> None:
+        self._askers.setdefault(conversation, asker)
+
+    async def asker(self, conversation: str) -> str | None:
+        return self._askers.get(conversation)

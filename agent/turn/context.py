@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent.providers.models import ServiceModels
     from agent.runtime import Runtime
     from agent.turn.files import ThreadFiles
-    from agent.state.memory import ConversationStore
+    from agent.state.conversation import ConversationStore
     from agent.understanding.domain import Domain
     from agent.understanding.identity import Identities
 
@@ -33,7 +33,7 @@ class TurnContext:
     settings: "Settings"
     prompts: "PromptSet"
     models: "ServiceModels"
-    store: "ConversationStore"
+    memory: "ConversationStore"
     identities: "Identities"
     collection: str | None
     knowledge: KnowledgeCapability
@@ -45,7 +45,7 @@ class TurnContext:
 
     @classmethod
     def build(cls, *, settings: "Settings", runtime: "Runtime", prompts: "PromptSet", models: "ServiceModels",
-              store: "ConversationStore", identities: "Identities", domain: "Domain", collection: str | None,
+              memory: "ConversationStore", identities: "Identities", domain: "Domain", collection: str | None,
               registries: list[Capability], files: "ThreadFiles | None" = None) -> "TurnContext":
         knowledge = KnowledgeCapability(runtime, collection)
         capabilities = Capabilities([knowledge, *registries])
@@ -54,7 +54,7 @@ class TurnContext:
             for tool in capability.tools():
                 tools.register(tool)
         classifier = Classifier(prompts, capabilities, TopicCheck(runtime, collection, domain))
-        return cls(settings=settings, prompts=prompts, models=models, store=store, identities=identities,
+        return cls(settings=settings, prompts=prompts, models=models, memory=memory, identities=identities,
                    collection=collection, knowledge=knowledge, capabilities=capabilities, classifier=classifier,
                    tools=tools, tool_specs=tools.describe(), files=files)
 

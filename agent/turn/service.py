@@ -26,7 +26,7 @@ from agent.prompts import PromptSet, default_prompts, load_prompts
 from agent.providers.chain import ModelChain
 from agent.providers.models import ServiceModels, make_models
 from agent.runtime import Runtime
-from agent.state.memory import ConversationStore, SQLiteConversationStore
+from agent.state import StateStore, open_state
 from agent.tracing import NOOP, Tracer
 from agent.turn.answer_stream import AnswerText, TextFn
 from agent.turn.context import TurnContext
@@ -48,7 +48,7 @@ class Askdesk:
     """The turn's stages over the deployment's capabilities, with memory, tracing and a deadline."""
 
     def __init__(self, settings: Settings, runtime: Runtime, *, prompts: PromptSet | None = None,
-                 store: ConversationStore | None = None, models: ServiceModels | None = None,
+                 state: StateStore | None = None, models: ServiceModels | None = None,
                  tracer: Tracer | None = None, owns_runtime: bool = False,
                  stages: tuple[Stage, ...] = STAGES) -> None:
         self.settings = settings
@@ -56,7 +56,7 @@ class Askdesk:
         if prompts is None:
             prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else default_prompts()
         self.prompts = prompts
-        self.store = store if store is not None else SQLiteConversationStore(settings.sqlite_path)
+        self.state = state if state is not None else open_state(settings)  # memory, claims, limits, feedback
         self.models = models if models is not None else make_models(settings, self.prompts)
         self.tracer = tracer or Tracer(redact_text=settings.trace_redact)
         self.stages = stages
@@ -76,7 +76,7 @@ class Askdesk:
         return cls(settings, runtime, **kwargs)
 
     async def close(self) -> None:
-        await self.store.close()
+        await self.state.close()
         self.tracer.close()
         for model in {id(m): m for m in (self.models.router, self.models.agent) if m is not None}.values():
             if isinstance(model, ModelChain):
@@ -93,7 +93,7 @@ class Askdesk:
         if collection not in self._contexts:
             self._contexts[collection] = TurnContext.build(
                 settings=self.settings, runtime=self.runtime, prompts=self.prompts, models=self.models,
-                store=self.store, identities=self.identity, domain=self.domain, collection=collection,
+                memory=self.state, identities=self.identity, domain=self.domain, collection=collection,
                 registries=self.registries, files=self.files)
         return self._contexts[collection]
 
@@ -180,7 +180,7 @@ class Askdesk:
 
     async def _remember(self, req: AskRequest, text: str, result: AnswerResult) -> None:
         try:
-            await self.store.append(req.surface, req.thread_id, [
+            await self.state.append(req.surface, req.thread_id, [
                 ChatMessage(role="user", content=text), ChatMessage(role="assistant", content=result.answer)])
         except Exception:
             log.exception("could not save the conversation turn")

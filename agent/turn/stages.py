@@ -22,7 +22,7 @@ from agent.answers import AnswerResult
 from agent.capabilities.base import Found
 from agent.deadline import ROUTER_SHARE, deadline, remaining
 from agent.providers.base import ProviderError
-from agent.state.memory import trim_history
+from agent.state.conversation import trim_history
 from agent.turn.context import TurnContext
 from agent.turn import files
 from agent.turn.degrade import search_results_instead
@@ -45,7 +45,7 @@ async def recall(turn: Turn, ctx: TurnContext) -> None:
     if turn.result is not None:
         return
     req = turn.request
-    history = req.history if req.history is not None else (await ctx.store.load(req.surface, req.thread_id)).messages
+    history = req.history if req.history is not None else (await ctx.memory.load(req.surface, req.thread_id)).messages
     turn.history = trim_history([m for m in history if m.role in ("user", "assistant")], ctx.settings.history_chars)
     turn.identity = await ctx.identities.load(ctx.collection)
     await ctx.classifier.prepare()  # the collection's calibration, before its first search

@@ -22,7 +22,7 @@ def eval_cmd(
     """Run every section of FILE this build supports; others are reported as skipped."""
     from agent.evaluation import load_eval_file, render, run_eval
     from agent.knowledge.search import KnowledgeBaseUnavailable
-    from agent.state.memory import MemoryConversationStore
+    from agent.state.memory import MemoryState
     from agent.turn.service import Askdesk
 
     if not file.is_file():
@@ -37,7 +37,7 @@ def eval_cmd(
     async def main():
         settings = load_settings()
         runtime = Runtime.open(settings)
-        service = Askdesk(settings, runtime, store=MemoryConversationStore())  # keeps nothing on disk
+        service = Askdesk(settings, runtime, state=MemoryState())  # keeps nothing on disk
         try:
             results = await run_eval(file, service, top_k=top_k)
             return results, render(service, results)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
 from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -27,6 +28,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
+from bot.dedupe import event_key
 from bot.slack import actions, agent_view, commands, events
 from bot.slack.history import ThreadHistory
 from bot.slack.http import EVENTS_PATH, healthz, request_guard
@@ -179,11 +181,14 @@ def build_slack_app(
     services.install(app)
 
     @app.middleware
-    async def drop_retries(body: dict[str, Any], answering: Answering, next: Callable[[], Awaitable[Any]]) -> Any:
+    async def drop_retries(body: dict[str, Any], context: AsyncBoltContext, answering: Answering,
+                           next: Callable[[], Awaitable[Any]]) -> Any:
         """A re-delivered event (same event_id) is acked and dropped before any listener."""
-        if body.get("type") == "event_callback" and answering.seen.seen_event(body.get("event_id")):
-            log.info("slack: duplicate delivery of %s ignored", body.get("event_id"))
-            return BoltResponse(status=200, body="")
+        if body.get("type") == "event_callback" and body.get("event_id"):
+            if await answering.seen.seen_event(body["event_id"]):
+                log.info("slack: duplicate delivery of %s ignored", body.get("event_id"))
+                return BoltResponse(status=200, body="")
+            context["event_claim"] = event_key(body["event_id"])  # settled with the answer (bot/turn.py)
         return await next()
 
     register_listeners(app, askdesk)

@@ -26,6 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.messages import ChatMessage
+from bot.dedupe import message_key
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.slack.files import remote_files
@@ -148,10 +149,10 @@ async def handle(answering: Answering, incoming: Incoming | None, slack: Slack) 
             if not await _follow_up_allowed(answering, incoming, slack.context):
                 return
         elif not channel_allowed(answering, incoming.channel):
-            if answering.seen.claim_message(incoming.channel, incoming.ts):
+            if await answering.seen.claim_message(incoming.channel, incoming.ts):
                 await _note(slack.client, incoming, answering.askdesk.prompts.render("channel_not_enabled"))
             return
-    if not answering.seen.claim_message(incoming.channel, incoming.ts):
+    if not await answering.seen.claim_message(incoming.channel, incoming.ts):
         log.debug("slack: %s:%s already answered", incoming.channel, incoming.ts)
         return
     await answer(answering, incoming, slack)
@@ -200,7 +201,8 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         surface="slack", text=text, thread_id=incoming.thread_id, user_id=incoming.user, private=private,
         load_attachments=_attachments(answering, incoming, slack),
         load_history=load_history, collection=settings.slack_channel_collections.get(incoming.channel),
-        notice_shown=notice_shown,
+        notice_shown=notice_shown, claims=(message_key(incoming.channel, incoming.ts),
+                                           *filter(None, [context.get("event_claim")])),
     ), reply)
     if delivery is None or private:  # a private answer is in no one's thread history
         return

@@ -15,7 +15,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent.config import Settings
-from bot.dedupe import Deduper
+from bot.dedupe import Deliveries
 from bot.slack.history import ThreadHistory
 from bot.slack.reply import Features
 from bot.turn import TurnRunner
@@ -32,7 +32,7 @@ class Answering:
     settings: Settings
     runner: TurnRunner
     threads: ThreadHistory
-    seen: Deduper
+    seen: Deliveries
     features: Features
 
 
@@ -47,7 +47,7 @@ class SlackServices:
     def create(cls, settings: Settings, askdesk: "Askdesk", threads: ThreadHistory,
                runner: TurnRunner | None = None) -> "SlackServices":
         runner = runner or TurnRunner(askdesk)
-        answering = Answering(askdesk=askdesk, settings=settings, runner=runner, threads=threads, seen=Deduper(),
+        answering = Answering(askdesk=askdesk, settings=settings, runner=runner, threads=threads, seen=runner.deliveries,
                               features=Features())
         return cls(askdesk=askdesk, settings=settings, runner=runner, answering=answering)
 

@@ -108,6 +108,6 @@ async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
     ), reply)
     if delivery is not None and not reply.undelivered and not incoming.personal and not private:
         try:
-            await bot.askers.remember(incoming.conversation_id, incoming.user_id)
+            await bot.askers.remember_asker(incoming.conversation_id, incoming.user_id)
         except Exception as exc:
             log.warning("teams: thread asker not saved (%s)", type(exc).__name__)

@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING, Any, Coroutine
 
 from agent.config import Settings
 from agent.prompts import PromptSet, default_prompts
-from bot.dedupe import Deduper
 from bot.tasks import BackgroundTasks
 from bot.teams.credentials import TeamsAuth
-from bot.teams.threads import ThreadAskers
 from bot.turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -58,15 +56,14 @@ class TeamsBot:
     runner: TurnRunner
     app: "App" = field(init=False)
     prompts: PromptSet = field(init=False)
-    dedupe: Deduper = field(default_factory=Deduper)
-    askers: ThreadAskers = field(init=False)
     no_streaming: set[str] = field(default_factory=set)  # conversations whose stream was refused
     no_targeted: set[str] = field(default_factory=set)  # tenants that refused a targeted message (bot/teams/private.py)
     tasks: BackgroundTasks = field(default_factory=lambda: BackgroundTasks("teams"))
 
     def __post_init__(self) -> None:
         self.prompts = surface_prompts(self.askdesk.prompts)
-        self.askers = ThreadAskers(self.settings.sqlite_path)
+        self.dedupe = self.runner.deliveries  # activities and welcomes, once across replicas
+        self.askers = self.askdesk.state  # who asked in each reply chain (remember_asker / asker)
 
     def text(self, name: str, **values: Any) -> str:
         return self.prompts.render(name, **values)
@@ -80,7 +77,6 @@ class TeamsBot:
 
     async def close(self) -> None:
         await self.drain(timeout=30)
-        await self.askers.close()
 
 
 def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, adapter: Any = None,

@@ -22,13 +22,18 @@ from bot.teams.incoming import Incoming, parse
 log = logging.getLogger("askdesk.teams")
 
 
+def activity_key(incoming: Incoming) -> str:
+    """The claim on one activity (settled when its turn is over: bot/dedupe.py)."""
+    return f"teams:activity:{incoming.conversation_id}:{incoming.activity_id}"
+
+
 def register(bot) -> None:
     @bot.app.on_message
     async def on_message(ctx: ActivityContext[MessageActivity]) -> None:
         incoming = parse(ctx.activity)
         if incoming.from_bot:
             return
-        if not bot.dedupe.first_time(f"activity:{incoming.conversation_id}:{incoming.activity_id}"):
+        if not await bot.dedupe.claim(activity_key(incoming)):
             log.info("teams: duplicate delivery of activity %s ignored", incoming.activity_id)
             return
         if not incoming.personal and not incoming.mentioned and not incoming.text:
@@ -50,6 +55,12 @@ async def _addressed(bot, incoming: Incoming) -> bool:
 
 
 async def handle(bot, ctx, incoming: Incoming) -> None:
+    """Answer (or not) one claimed activity, then settle its claim: done, whatever the outcome."""
+    await _handle(bot, ctx, incoming)
+    await bot.dedupe.settle(activity_key(incoming))
+
+
+async def _handle(bot, ctx, incoming: Incoming) -> None:
     if not await _addressed(bot, incoming):
         return
     if not incoming.text and not incoming.files:  # files alone are a question about them

@@ -50,7 +50,7 @@ async def teams_prompts(bot) -> list[str]:
 
 async def send_welcome(bot, ctx) -> None:
     conversation = ctx.activity.conversation
-    if not bot.dedupe.first_time(f"welcome:{conversation.id}"):
+    if not await bot.dedupe.first_time(f"teams:welcome:{conversation.id}"):
         return  # installationUpdate and conversationUpdate both announce one install
     kind = conversation.conversation_type
     scope = "channel" if kind == "channel" else "groupChat" if kind == "groupChat" or conversation.is_group else "personal"

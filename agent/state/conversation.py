@@ -1,0 +1,61 @@
+"""A thread's history as the agent sees it, trimmed to a character budget.
+
+Slack reads history back from the thread itself and passes it in the request; Teams and the
+terminal keep it in the state store, keyed by surface + thread id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agent.messages import ChatMessage
+
+
+def conversation_key(surface: str, thread_id: str) -> str:
+    return f"{surface}:{thread_id}"
+
+
+def trim_history(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
+    """The newest messages whose contents fit in `budget_chars` (order kept).
+
+    A single newest message longer than the budget is cut from its start, so the model
+    always sees the latest context."""
+    if budget_chars <= 0 or not messages:
+        return []
+    kept: list[ChatMessage] = []
+    used = 0
+    for message in reversed(messages):
+        size = len(message.content)
+        if used + size > budget_chars:
+            if not kept:
+                kept.append(message.model_copy(update={"content": message.content[-budget_chars:]}))
+            break
+        kept.append(message)
+        used += size
+    kept.reverse()
+    return kept
+
+
+@dataclass
+class Conversation:
+    """One thread's history (user and assistant turns only)."""
+
+    surface: str
+    thread_id: str
+    messages: list[ChatMessage] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return conversation_key(self.surface, self.thread_id)
+
+    def trimmed(self, budget_chars: int) -> list[ChatMessage]:
+        return trim_history(self.messages, budget_chars)
+
+
+class ConversationStore(Protocol):
+    """The part of the state store a turn reads and writes."""
+
+    async def load(self, surface: str, thread_id: str) -> Conversation: ...
+
+    async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None: ...

@@ -1,0 +1,176 @@
+"""The state store in one SQLite file (`<data_dir>/askdesk.sqlite`): the embedded default.
+
+aiosqlite (async, no server) on one connection per process, WAL. Every write is one
+statement, so it is atomic without holding a transaction open across awaits; a claim's
+"is its holder gone?" runs inside the statement as a SQL function (the holder is a process on
+this machine: gone when its pid no longer runs). Processes that share the file (a Qdrant
+server and several bots on one host) therefore share claims and rate limits too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime
+from pathlib import Path
+
+import aiosqlite
+
+from agent.messages import ChatMessage
+from agent.state.base import OWNER, AnswerRecord
+from agent.state.conversation import Conversation, conversation_key
+from agent.state.feedback import Feedback
+from agent.state.migrations import migrate_sqlite
+from agent.state.sqlite_once import LazyConnection
+from agent.state.sweep import RECORD_DAYS, RATE_WINDOW_KEPT_S, Sweeper
+
+
+def holder_gone(owner: int, pid: int) -> int:
+    """1 when the process that made a claim is no longer running (SQL function)."""
+    if owner == OWNER:
+        return 0
+    if pid == os.getpid():
+        return 1  # an earlier process that had our pid
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return 1
+    except PermissionError:
+        return 0
+    return 0
+
+
+async def _setup(db: aiosqlite.Connection) -> None:
+    await db.create_function("holder_gone", 2, holder_gone)
+    await migrate_sqlite(db)
+
+
+class SQLiteState:
+    backend = "sqlite"
+
+    def __init__(self, path: Path, *, max_messages: int = 50) -> None:
+        self.path = Path(path)
+        self.max_messages = max_messages
+        self._conn = LazyConnection(self.path, _setup)
+        self._sweeper = Sweeper(self._sweep)
+
+    async def open(self) -> None:
+        await self._conn()
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def _write(self, sql: str, params: tuple = ()) -> None:
+        db = await self._conn()
+        async with db.execute(sql, params):  # the cursor is closed on the connection's own thread
+            pass
+
+    async def _rows(self, sql: str, params: tuple = ()) -> list:
+        db = await self._conn()
+        return list(await db.execute_fetchall(sql, params))
+
+    # ----------------------------------------------------------------- conversation memory
+    async def load(self, surface: str, thread_id: str) -> Conversation:
+        rows = await self._rows("SELECT role, content FROM messages WHERE conversation = ? ORDER BY id DESC LIMIT ?",
+                                (conversation_key(surface, thread_id), self.max_messages))
+        return Conversation(surface, thread_id, [ChatMessage(role=r, content=c) for r, c in reversed(rows)])
+
+    async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None:
+        if not messages:
+            return
+        db = await self._conn()
+        key, now = conversation_key(surface, thread_id), time.time()
+        async with db.executemany(  # one implicit transaction for the whole turn
+                "INSERT INTO messages (conversation, role, content, created) VALUES (?, ?, ?, ?)",
+                [(key, m.role, m.content, now) for m in messages]):
+            pass
+
+    # ----------------------------------------------------------------- exactly once
+    async def claim(self, key: str, ttl_s: float, *, settled: bool = False) -> bool:
+        await self._sweeper.maybe()
+        now = time.time()
+        rows = await self._rows(
+            "INSERT INTO claims (key, owner, pid, settled, expires) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, "
+            "settled = excluded.settled, expires = excluded.expires "
+            "WHERE claims.expires <= ? OR (claims.settled = 0 AND holder_gone(claims.owner, claims.pid)) "
+            "RETURNING key", (key, OWNER, os.getpid(), int(settled), now + ttl_s, now))
+        return bool(rows)
+
+    async def settle(self, *keys: str) -> None:
+        for key in keys:
+            await self._write("UPDATE claims SET settled = 1 WHERE key = ? AND owner = ?", (key, OWNER))
+
+    # ----------------------------------------------------------------- rate limits
+    async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
+        await self._sweeper.maybe()
+        now = time.time()
+        counted = await self._rows(
+            "INSERT INTO rate_hits (user_id, at) SELECT ?, ? "
+            "WHERE (SELECT count(*) FROM rate_hits WHERE user_id = ? AND at > ?) < ? RETURNING at",
+            (user_id, now, user_id, now - window_s, limit))
+        if counted:
+            return 0.0
+        (oldest,), = await self._rows("SELECT min(at) FROM rate_hits WHERE user_id = ? AND at > ?",
+                                      (user_id, now - window_s))
+        return max(0.001, (oldest or now) + window_s - now)
+
+    # ----------------------------------------------------------------- feedback and records
+    async def add_feedback(self, item: Feedback) -> None:
+        await self._write(
+            "INSERT INTO feedback (created_at, surface, user_id, channel, thread, answer_id, rating, route, sources,"
+            " question) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (item.created_at.isoformat(), item.surface, item.user_id, item.channel, item.thread, item.answer_id,
+             item.rating, item.route, json.dumps(item.sources), item.question))
+
+    async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
+        rows = await self._rows(
+            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at "
+            "FROM feedback ORDER BY id DESC LIMIT ?", (limit,))
+        return [Feedback(rating=r[0], user_id=r[1], surface=r[2], channel=r[3], thread=r[4], answer_id=r[5],
+                         route=r[6], sources=json.loads(r[7]), question=r[8],
+                         created_at=datetime.fromisoformat(r[9])) for r in rows]
+
+    async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
+                              message_id: str | None = None) -> None:
+        await self._write(
+            "INSERT OR REPLACE INTO answer_records (answer_id, route, sources, question, conversation, message_id,"
+            " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.answer_id, record.route, json.dumps(record.sources), record.question, conversation, message_id,
+             time.time()))
+
+    async def answer_record(self, answer_id: str) -> AnswerRecord | None:
+        rows = await self._rows("SELECT answer_id, route, sources, question FROM answer_records WHERE answer_id = ?",
+                                (answer_id,))
+        return _record(rows)
+
+    async def answer_by_message(self, conversation: str, message_id: str) -> AnswerRecord | None:
+        rows = await self._rows(
+            "SELECT answer_id, route, sources, question FROM answer_records WHERE conversation = ? AND message_id = ? "
+            "ORDER BY created DESC LIMIT 1", (conversation, message_id))
+        return _record(rows)
+
+    # ----------------------------------------------------------------- Teams thread askers
+    async def remember_asker(self, conversation: str, asker: str) -> None:
+        await self._write(
+            "INSERT INTO teams_threads (conversation, asker, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT (conversation) DO UPDATE SET updated = excluded.updated", (conversation, asker, time.time()))
+
+    async def asker(self, conversation: str) -> str | None:
+        rows = await self._rows("SELECT asker FROM teams_threads WHERE conversation = ?", (conversation,))
+        return rows[0][0] if rows else None
+
+    # ----------------------------------------------------------------- bounded tables
+    async def _sweep(self) -> None:
+        now = time.time()
+        await self._write("DELETE FROM claims WHERE expires <= ?", (now,))
+        await self._write("DELETE FROM rate_hits WHERE at <= ?", (now - RATE_WINDOW_KEPT_S,))
+        await self._write("DELETE FROM answer_records WHERE created <= ?", (now - RECORD_DAYS * 86400,))
+
+
+def _record(rows: list) -> AnswerRecord | None:
+    if not rows:
+        return None
+    answer_id, route, sources, question = rows[0]
+    return AnswerRecord(answer_id=answer_id, route=route, sources=json.loads(sources), question=question)
