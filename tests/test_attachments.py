@@ -154,3 +154,17 @@ def test_file_problems_are_known_before_downloading(tmp_path):
     assert file_problem("sheet.xlsx", "", 10, settings) == "unsupported"
     assert file_problem("report", "application/pdf", None, settings) is None  # the type stands in for a suffix
     assert file_problem("notes.md", "", None, settings) is None
+
+
+def test_thread_files_are_bounded_by_their_text_and_replace_a_file_of_the_same_name():
+    from agent.knowledge.loaders import Document
+    from agent.turn.files import ThreadFiles
+
+    files = ThreadFiles(max_chars=1000)
+    doc = lambda name, size: Document(source=name, title=name, text="x" * size, format="text")  # noqa: E731
+    files.keep("slack", "t1", [doc("a.txt", 400)])
+    files.keep("slack", "t1", [doc("a.txt", 300)])  # sent again: replaces, not adds
+    assert [len(d.text) for d in files.get("slack", "t1")] == [300]
+    files.keep("slack", "t2", [doc("b.txt", 600)])
+    files.keep("slack", "t3", [doc("c.txt", 600)])  # over 1,000 characters: the oldest thread goes
+    assert files.get("slack", "t1") == [] and files.get("slack", "t2") == [] and files.get("slack", "t3")

@@ -40,10 +40,12 @@ ROUTES_ABOUT_FILES = ("offtopic", "clarify")  # with files at hand, these become
 
 
 class ThreadFiles:
-    """Each thread's attached files (their text), for its follow-ups: bounded, and gone after `ttl` s."""
+    """Each thread's attached files (their text), for its follow-ups: at most `max_chars` of text
+    in all (least recently used threads go first), each thread's gone after `ttl` seconds."""
 
-    def __init__(self, threads: int = 256, ttl: float = 3600.0) -> None:
-        self._files: TTLCache[tuple[str, str], list[Document]] = TTLCache(maxsize=threads, ttl=ttl)
+    def __init__(self, max_chars: int = 20_000_000, ttl: float = 3600.0) -> None:
+        self._files: TTLCache[tuple[str, str], list[Document]] = TTLCache(
+            maxsize=max_chars, ttl=ttl, getsizeof=lambda docs: max(1, sum(len(d.text) for d in docs)))
 
     def get(self, surface: str, thread_id: str) -> list[Document]:
         return list(self._files.get((surface, thread_id), []))
@@ -51,7 +53,10 @@ class ThreadFiles:
     def keep(self, surface: str, thread_id: str, documents: list[Document]) -> None:
         names = {d.source for d in documents}
         earlier = [d for d in self.get(surface, thread_id) if d.source not in names]
-        self._files[(surface, thread_id)] = [*earlier, *documents][-FILES_PER_THREAD:]
+        try:
+            self._files[(surface, thread_id)] = [*earlier, *documents][-FILES_PER_THREAD:]
+        except ValueError:  # more text than the whole cache holds: used for this turn only
+            self._files.pop((surface, thread_id), None)
 
 
 def file_problem(name: str, mimetype: str, size: int | None, settings: Settings) -> FileProblem | None:
