@@ -92,7 +92,7 @@ async def test_an_image_only_message_gets_one_line_about_the_image_not_an_empty_
         result = await service.answer(AskRequest(text="", thread_id="img", attachments=[image]))
         assert result.route == "clarify" and "scan.png" in result.answer and "image" in result.answer
         assert "empty" not in result.answer.lower() and "\n" not in result.answer
-        assert (await service.store.load("cli", "img")).messages == []  # nothing to remember
+        assert (await service.state.load("cli", "img")).messages == []  # nothing to remember
 
 
 async def test_a_file_without_a_question_is_summarised(kb_runtime):
@@ -139,10 +139,10 @@ async def test_a_private_question_is_not_remembered_and_its_files_stay_out_of_th
     async with service_on(kb_runtime, models=models) as service:
         await service.answer(AskRequest(text=QUESTION, surface="teams", thread_id="chan", private=True,
                                         attachments=[pdf()]))
-        assert (await service.store.load("teams", "chan")).messages == []
+        assert (await service.state.load("teams", "chan")).messages == []
         await service.answer(AskRequest(text=QUESTION, surface="teams", thread_id="chan"))
         assert NEEDLE not in sent_to_model(models.agent, 1)
-        assert len((await service.store.load("teams", "chan")).messages) == 2  # a shared question is kept
+        assert len((await service.state.load("teams", "chan")).messages) == 2  # a shared question is kept
 
 
 def test_file_problems_are_known_before_downloading(tmp_path):

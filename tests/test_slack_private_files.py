@@ -84,7 +84,7 @@ async def test_private_slash_command_answers_through_the_response_url_and_is_sto
     assert public_posts(fake_slack) == [] and fake_slack.calls_to("chat.postEphemeral") == []
     assert "who is eligible by income?" in llm.requests_for(AGENT)[0].text
     askdesk = slack.bot.services.askdesk
-    memory = getattr(askdesk, "state", None) or askdesk.store
+    memory = askdesk.state
     assert (await memory.load("slack", "C0001:private:U0001")).messages == []
 
 

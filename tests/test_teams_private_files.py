@@ -20,7 +20,7 @@ ADA = "29:user-ada"
 
 def memory(teams):
     askdesk = teams.bot.askdesk
-    return getattr(askdesk, "state", None) or askdesk.store
+    return askdesk.state
 
 
 def file_attachment(url: str, name: str, file_type: str) -> dict:
