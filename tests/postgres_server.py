@@ -55,7 +55,17 @@ class PostgresServer:
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self._run("initdb", "-D", str(self.data), "-U", ADMIN, "--auth=trust", "-E", "UTF8", "--no-sync")
         self._pg_ctl("start")
+        self._watchdog = self._watch()
         return self
+
+    def _watch(self) -> subprocess.Popen:
+        """Stops the server when this process dies without `stop()` (a killed test run): the
+        watchdog's stdin is a pipe only we hold, so its `read` returns when we are gone."""
+        stop = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"]
+        if self.user:
+            stop = ["runuser", "-u", self.user, "--", *stop]
+        script = f"read _; {subprocess.list2cmdline(stop)} >/dev/null 2>&1; rm -rf {self.root}"
+        return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, start_new_session=True)
 
     def _pg_ctl(self, action: str) -> None:
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
@@ -70,6 +80,9 @@ class PostgresServer:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop", check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._watchdog.stdin:
+            self._watchdog.stdin.close()
+        self._watchdog.wait(timeout=30)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{ADMIN}@127.0.0.1:{self.port}/{database}"

@@ -140,6 +140,21 @@ async def start_admin_channel(settings, runtime):
     return await AdminChannel.start(settings, runtime)
 
 
+async def open_state_store(settings):
+    """The state store, connected and migrated (agent/state): StartupError when it cannot be."""
+    from agent.state import StateUnavailable, open_state
+
+    state = open_state(settings)
+    try:
+        await state.open()
+    except StateUnavailable as exc:
+        raise StartupError(f"{exc}: check ASKDESK_DATABASE_URL and that the database is running.") from None
+    except Exception as exc:
+        raise StartupError(f"cannot prepare the {state.backend} state store ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+    return state
+
+
 @dataclass
 class Served:
     """What `run_serve` started (tests and benchmarks reach the bots through `on_ready`)."""
@@ -191,6 +206,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
 
     running: list[Callable[[], Any]] = []
     askdesk = runtime = admin = None
+    state = await open_state_store(settings)  # a database that is down stops the start here
     try:
         if slack is not None:
             from bot.slack.app import make_client
@@ -213,7 +229,7 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             runtime.embedder()  # load the embedding model now, not inside the first question's turn
         except Exception as exc:  # the first question reports it properly
             log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
-        askdesk = Askdesk.create(settings, runtime=runtime)
+        askdesk = Askdesk.create(settings, runtime=runtime, state=state)
         askdesk.starting()  # /healthz says "starting" until the warm-up below has run
         runner = TurnRunner(askdesk)  # one rate limit, one set of answer records, for every surface
         admin = await start_admin_channel(settings, runtime)
@@ -251,7 +267,9 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
         if admin is not None:
             await admin.close()
         if askdesk is not None:
-            await askdesk.close()
+            await askdesk.close()  # closes the state store too
+        else:
+            await state.close()
         if runtime is not None:
             await runtime.close()
 
