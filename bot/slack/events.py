@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.answers import Attachment
 from agent.messages import ChatMessage
 from bot.dedupe import message_key
 from bot.files import fetch_files
@@ -167,14 +168,13 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
     settings, context = answering.settings, slack.context
     text, asked = asked_privately(incoming.text, settings.private_word)
     private = not incoming.is_dm and (asked or settings.answer_mode_for(incoming.channel) == "private")
-    reply: Reply | EphemeralReply = Reply(
+    public = None if private else Reply(
         slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
         streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
         set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
-    if private:
-        reply = EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
-                                                thread_ts=incoming.thread_ts), answering.askdesk.prompts)
+    reply = public or EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
+                                                      thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []
 
     async def load_history() -> list[ChatMessage]:
@@ -204,18 +204,19 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         notice_shown=notice_shown, claims=(message_key(incoming.channel, incoming.ts),
                                            *filter(None, [context.get("event_claim")])),
     ), reply)
-    if delivery is None or private:  # a private answer is in no one's thread history
+    if delivery is None or public is None:  # a private answer is in no one's thread history
         return
     answering.threads.remember(
         incoming.channel, incoming.thread_ts,
         {"ts": incoming.ts, "user": incoming.user, "text": incoming.text if not incoming.mentioned
          else f"<@{context.bot_user_id}> {incoming.text}"},
         *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id, "text": delivery.result.answer}
-          for ts in reply.posted_ts[:1]),
+          for ts in public.posted_ts[:1]),
     )
 
 
-def _attachments(answering: Answering, incoming: Incoming, slack: Slack):
+def _attachments(answering: Answering, incoming: Incoming,
+                 slack: Slack) -> Callable[[], Awaitable[list[Attachment]]] | None:
     """The message's files, fetched with the bot token when the turn needs them (None: no files)."""
     if not incoming.files:
         return None
