@@ -33,7 +33,7 @@ REQUEST_LINES = ("httpx", "httpx2")  # "HTTP Request: POST <url> <status>": kept
 PLACEHOLDER = "[%s record withheld: it may quote messages or keys]"
 # loggers that log requests, responses or stored rows below WARNING (and what they may log)
 HELD = {
-    "aiosqlite": logging.WARNING, "httpcore": logging.WARNING,
+    "aiosqlite": logging.WARNING, "asyncpg": logging.WARNING, "httpcore": logging.WARNING,
     "httpcore2": logging.WARNING, "httpx": logging.INFO, "httpx2": logging.INFO, "urllib3": logging.WARNING,
     "requests": logging.WARNING, "openai": logging.WARNING, "groq": logging.WARNING, "anthropic": logging.WARNING,
     "google_genai": logging.WARNING, "google.genai": logging.WARNING, "google.auth": logging.WARNING,

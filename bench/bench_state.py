@@ -1,7 +1,7 @@
 """Shared state (issue 21): what PostgreSQL costs per turn over SQLite, and two replicas under
 duplicated deliveries.
 
-    .venv/bin/python bench/bench_state.py [--turns 500] [--events 1000] [--twice 0.2]
+    .venv/bin/python bench/bench_state.py [--turns 500] [--events 1000] [--twice 0.2] [--rate 50] [--llm-ms 300]
 
 1. Per-turn state overhead: the state calls of one answered Slack turn (claim the event, claim
    the message, count the user's question, read the thread's history, save the turn, keep the
@@ -10,10 +10,14 @@ duplicated deliveries.
    the tests). Target: PostgreSQL p50 < 5 ms above SQLite.
 2. Two replicas: two real `askdesk serve slack teams` processes sharing that PostgreSQL, each
    with its own embedded copy of one knowledge document; `--events` signed app_mention events
-   (16 in flight), each to a random replica, and `--twice` of them delivered to the other
-   replica too (a Slack retry landing elsewhere). Counts answers per message (target: no
-   duplicate) and the HTTP ack latency seen by the sender (target p99 < 50 ms). The fake Slack
-   API and the fake LLM server (instant replies) run on their own threads in this process.
+   sent at `--rate` per second (Slack delivers at most 30,000 events an hour to an app in a
+   workspace, about 8 a second: the default is six times that), each to a random replica, and
+   `--twice` of them delivered to the other replica too, 0-200 ms later (a Slack retry landing
+   elsewhere). Counts answers per message (target: no duplicate) and the HTTP ack latency seen
+   by the sender (target p99 < 50 ms), while the replicas answer behind the acks (retrieval and
+   a model call of `--llm-ms`). The baseline row is the same stream to ONE replica on SQLite
+   (duplicates to that replica). The fake Slack API and the fake LLM server run on their own
+   threads in this process.
 """
 
 from __future__ import annotations
@@ -90,33 +94,39 @@ class ThreadLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
 
-async def replicas(events: int, twice: float, pg_url: str, tmp: Path) -> dict:
+async def replicas(events: int, twice: float, rate: float, llm_ms: float, pg_url: str | None, tmp: Path) -> dict:
+    """Deliver the event stream to two replicas on PostgreSQL (`pg_url`), or to one on SQLite."""
     import aiohttp
 
     slack_loop = ThreadLoop()
     slack = slack_loop.run(FakeSlackAPI().start())
-    llm = FakeLLMServer().start()
+    llm = FakeLLMServer(latency=llm_ms / 1000).start()
     llm.script_default("groq", {"route": "knowledge", "search_query": None})
     llm.script_default("openai", {"step": {"kind": "final_answer", "answer": ANSWER, "confidence": 0.9,
                                            "references": [{"source": "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"}]}})
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKDESK_")}
     env |= llm.env() | {
-        "ASKDESK_CONFIG": str(tmp / "absent.yaml"), "ASKDESK_DATABASE_URL": pg_url,
+        "ASKDESK_CONFIG": str(tmp / "absent.yaml"),
         "ASKDESK_AGENT_MODEL": "openai/gpt-4.1-mini", "ASKDESK_ROUTER_MODEL": "groq/llama-3.1-8b-instant",
         "ASKDESK_LLM_MAX_RETRIES": "0", "ASKDESK_SLACK_API_URL": slack.api_url, "ASKDESK_RATE_LIMIT_PER_MINUTE": "0",
         "ASKDESK_TEAMS_DEV_MODE": "true", "ASKDESK_SLACK_STREAMING": "false",
         "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SIGNING_SECRET, "NO_COLOR": "1",
     }
-    kb = await ingest_small_kb(tmp / "kb", tmp / "no-cache")
-    nodes = await asyncio.gather(start_replica("a", tmp, kb, env), start_replica("b", tmp, kb, env))
+    if pg_url:
+        env["ASKDESK_DATABASE_URL"] = pg_url
+    run = tmp / ("pg" if pg_url else "sqlite")
+    run.mkdir()
+    kb = await ingest_small_kb(run / "kb", run / "no-cache")
+    names = ["a", "b"] if pg_url else ["only"]
+    nodes = list(await asyncio.gather(*(start_replica(n, run, kb, env) for n in names)))
     acks: list[float] = []
     rng = random.Random(21)
-    connector = aiohttp.TCPConnector(limit=64)
-    async with aiohttp.ClientSession(connector=connector) as http:
+    twice_sent = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256)) as http:
         await asyncio.gather(*(wait_ready(http, n) for n in nodes))
-        gate = asyncio.Semaphore(16)
 
-        async def post(node, body: str, retry: bool) -> None:
+        async def post(node, body: str, retry: bool, delay: float = 0.0) -> None:
+            await asyncio.sleep(delay)
             headers = signed_headers(body)
             if retry:
                 headers |= {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
@@ -126,20 +136,20 @@ async def replicas(events: int, twice: float, pg_url: str, tmp: Path) -> dict:
                 assert r.status == 200, r.status
             acks.append((time.perf_counter() - started) * 1000)
 
-        async def deliver(i: int) -> None:
-            async with gate:
-                event = message_event(f"<@{BOT_USER_ID}> {QUESTION}", ts=f"1800000000.{i:06d}", type="app_mention",
-                                      user=f"U{i}")
-                body = json.dumps(event_envelope(event, event_id=f"EvBench{i}"))
-                first = rng.choice(nodes)
-                sends = [post(first, body, False)]
-                if rng.random() < twice:
-                    other = nodes[1] if first is nodes[0] else nodes[0]
-                    sends.append(post(other, body, True))
-                await asyncio.gather(*sends)
-
+        sends: list[asyncio.Task] = []
         started = time.perf_counter()
-        await asyncio.gather(*(deliver(i) for i in range(events)))
+        for i in range(events):
+            await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
+            event = message_event(f"<@{BOT_USER_ID}> {QUESTION}", ts=f"1800000000.{i:06d}", type="app_mention",
+                                  user=f"U{i}")
+            body = json.dumps(event_envelope(event, event_id=f"EvBench{i}"))
+            first = rng.choice(nodes)
+            sends.append(asyncio.create_task(post(first, body, False)))
+            if rng.random() < twice:
+                twice_sent += 1
+                other = next((n for n in nodes if n is not first), first)
+                sends.append(asyncio.create_task(post(other, body, True, rng.uniform(0, 0.2))))
+        await asyncio.gather(*sends)
         sent_s = time.perf_counter() - started
 
         def answered() -> dict[str, int]:
@@ -162,9 +172,9 @@ async def replicas(events: int, twice: float, pg_url: str, tmp: Path) -> dict:
         await node.proc.wait()
     llm.stop()
     slack_loop.run(slack.stop())
-    return {"events": events, "posts": len(acks), "answered": len(counts),
-            "duplicates": sum(n - 1 for n in counts.values()), "ack_p50": pct(acks, 0.5), "ack_p99": pct(acks, 0.99),
-            "sent_s": sent_s, "all_s": all_s}
+    return {"setup": "2 replicas, PostgreSQL" if pg_url else "1 process, SQLite", "events": events,
+            "twice": twice_sent, "answered": len(counts), "duplicates": sum(n - 1 for n in counts.values()),
+            "ack_p50": pct(acks, 0.5), "ack_p99": pct(acks, 0.99), "sent_s": sent_s, "all_s": all_s}
 
 
 async def main() -> None:
@@ -172,6 +182,8 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--twice", type=float, default=0.2)
+    parser.add_argument("--rate", type=float, default=50.0, help="events per second")
+    parser.add_argument("--llm-ms", type=float, default=300.0, help="fake model latency per call")
     parser.add_argument("--skip-replicas", action="store_true")
     args = parser.parse_args()
     found = bindir()
@@ -188,12 +200,14 @@ async def main() -> None:
                 p50 = statistics.median(values)
                 print(f"{name:<10} {p50:7.2f} {pct(values, 0.99):7.2f} {p50 - base:16.2f}")
             if not args.skip_replicas:
-                r = await replicas(args.events, args.twice, server.new_database(), Path(tmp))
-                print(f"\nTwo replicas, one PostgreSQL: {r['events']} events, {r['posts'] - r['events']} delivered twice")
-                print(f"{'answered':>9} {'duplicates':>11} {'ack p50 ms':>11} {'ack p99 ms':>11} {'sent s':>7} "
-                      f"{'all answered s':>15}")
-                print(f"{r['answered']:>9} {r['duplicates']:>11} {r['ack_p50']:>11.1f} {r['ack_p99']:>11.1f} "
-                      f"{r['sent_s']:>7.1f} {r['all_s']:>15.1f}")
+                rows = [await replicas(args.events, args.twice, args.rate, args.llm_ms, url, Path(tmp))
+                        for url in (None, server.new_database())]
+                print(f"\n{args.events} events at {args.rate:g}/s, {args.twice:.0%} delivered twice, model {args.llm_ms:g} ms")
+                print(f"{'setup':<24} {'twice':>6} {'answered':>9} {'duplicates':>11} {'ack p50 ms':>11} "
+                      f"{'ack p99 ms':>11} {'all answered s':>15}")
+                for r in rows:
+                    print(f"{r['setup']:<24} {r['twice']:>6} {r['answered']:>9} {r['duplicates']:>11} "
+                          f"{r['ack_p50']:>11.1f} {r['ack_p99']:>11.1f} {r['all_s']:>15.1f}")
     finally:
         server.stop()
 
