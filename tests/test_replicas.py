@@ -143,6 +143,19 @@ async def test_a_teams_follow_up_on_the_other_replica_sees_the_first_answer(clus
     assert "who is eligible by income?" in request and "Families of 4 qualify" in request  # replica a's turn
 
 
+async def test_one_teams_activity_delivered_to_both_replicas_is_answered_once(cluster):
+    conversation = personal_conversation("29:user-twice")
+    activity = message_activity(cluster.connector.service_url, "who is eligible by income?",
+                                conversation=conversation, user="29:user-twice")
+    for replica in (cluster.a, cluster.b):
+        async with cluster.http.post(f"{replica.teams}/api/messages", json=activity) as r:
+            assert r.status == 200
+    answered = lambda: [m for m in cluster.connector.sent_messages(conversation["id"])  # noqa: E731
+                        if "Families of 4" in json.dumps(m)]
+    await cluster.settle(answered)
+    await asyncio.sleep(1.0)
+    assert len(answered()) == 1
+
 async def test_a_retry_after_the_first_replica_is_killed_mid_turn_is_answered_by_the_other(cluster):
     cluster.llm.script_delay(AGENT, 60, then=final("never delivered"))
     event = message_event(f"<@{BOT_USER_ID}> who is eligible by income?", ts="1700300000.000100", type="app_mention")
@@ -170,3 +183,4 @@ def test_a_database_that_is_down_at_start_is_one_clear_line_and_exit_code_2(monk
     assert result.exit_code == 2 and len(output.splitlines()) == 1 and "Traceback" not in output, output
     assert "cannot reach PostgreSQL at 127.0.0.1:" in output and "ASKDESK_DATABASE_URL" in output
     assert ":pw@" not in output
+
