@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections import Counter, defaultdict
 
 from agent.config import Settings
@@ -17,7 +18,7 @@ from tests.conftest import SAMPLE_KB, seed_embeddings
 from tests.test_store_concurrency import askdesk_command, cli_env
 from tests.visibility import hidden_left, visible_files
 
-KILL_AFTER = (1.5, 2.5, 3.5, 5.0)  # seconds after spawn: start-up, first writes, mid-run, late
+KILL_AT = (0.3, 0.55, 0.8, 1.1)  # fractions of a full ingest's time: start-up, first writes, mid-run, late
 
 
 async def _points(settings: Settings) -> list:
@@ -53,11 +54,20 @@ def _check_partial_state(points: list) -> None:
 
 
 async def test_kill_9_during_ingest_loses_nothing_and_duplicates_nothing(tmp_path):
+    # how long a whole ingest takes on this machine now, so the kills land mid-run on a fast
+    # machine as on a loaded one
+    scratch = seed_embeddings(tmp_path / "scratch")
+    started = time.perf_counter()
+    done = await asyncio.create_subprocess_exec(*askdesk_command(), "ingest", str(SAMPLE_KB), "--json",
+                                                env=cli_env(scratch), stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(done.wait(), 300) == 0
+    full = time.perf_counter() - started
     data = seed_embeddings(tmp_path / "data")
     settings = Settings(data_dir=data)
     env = cli_env(data)
     killed = 0
-    for delay in KILL_AFTER:
+    for delay in (fraction * full for fraction in KILL_AT):
         proc = await asyncio.create_subprocess_exec(
             *askdesk_command(), "ingest", str(SAMPLE_KB), "--json", env=env,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
