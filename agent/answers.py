@@ -47,6 +47,8 @@ class AnswerResult(BaseModel):
     tool_calls: list[str] = Field(default_factory=list)
     latency_ms: float = 0.0
     search_only: bool = False
+    # the documents do not support an answer: said plainly, with the closest sources (a person can take over)
+    unanswerable: bool = False
     notice: str | None = None  # e.g. "No LLM provider configured: set OPENAI_API_KEY ..."
     rewritten_query: str | None = None
     data: dict[str, list[Any]] = Field(default_factory=dict)  # tool name -> what each call found (its own type)
@@ -60,5 +62,6 @@ class AnswerResult(BaseModel):
             "tool_calls": self.tool_calls,
             "latency_ms": round(self.latency_ms, 1),
             "search_only": self.search_only,
+            "unanswerable": self.unanswerable,
             "notice": self.notice,
         }

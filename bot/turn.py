@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from agent.answers import AnswerResult, AskRequest, Attachment, Surface
 from agent.capabilities.base import CommandResult
 from agent.messages import ChatMessage
+from agent.state.base import Outcome, TurnRecord
 from agent.state.feedback import Feedback
 from bot.dedupe import Deliveries
 from bot.rate_limit import RateLimiter
@@ -38,6 +39,17 @@ TURN_ROUTES_WITHOUT_FEEDBACK = {"offtopic", "smalltalk"}  # fixed texts: nothing
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def outcome_of(result: AnswerResult) -> Outcome:
+    """How a delivered answer counts in the knowledge-gap report."""
+    if result.route == "offtopic":
+        return "refused"
+    if result.route in ("clarify", "smalltalk"):
+        return "clarify"
+    if result.unanswerable:
+        return "unanswerable"
+    return "search_only" if result.search_only else "answered"
 
 
 @dataclass
@@ -167,6 +179,11 @@ class TurnRunner:
                 log.error("%s: the apology was not delivered either (reference %s): %s", incoming.surface,
                           answer_id, type(again).__name__)
             return None
+        await self.state.record_turn(TurnRecord(
+            surface=incoming.surface, outcome=outcome_of(result), route=result.route, answer_id=answer_id,
+            question=incoming.text if self.store_text and not incoming.private else None,
+            sources=[r.source for r in result.references],
+            latency_ms=result.latency_ms, llm_calls=result.llm_calls))
         if delivery.feedback:
             await self.records.remember(AnswerRecord(
                 answer_id=answer_id, route=result.route, sources=[r.source for r in result.references],

@@ -449,6 +449,11 @@ async def test_feedback_is_stored_and_thanked(make_bot, fake_slack, llm, tmp_pat
     [row] = await slack.bot.services.askdesk.state.recent_feedback()
     assert (row.rating, row.user_id, row.channel, row.thread, row.route) == ("down", "U0001", "C0001", ts, "knowledge")
     assert row.sources == [KB_DOC] and row.question is None
+    from datetime import datetime, timedelta, timezone
+
+    [turn] = await slack.bot.services.askdesk.state.turns(datetime.now(timezone.utc) - timedelta(minutes=5))
+    assert (turn.surface, turn.outcome, turn.route, turn.sources, turn.question) == (
+        "slack", "answered", "knowledge", [KB_DOC], None)  # counted for the report, without its text
     [thanks] = fake_slack.calls_to("chat.postEphemeral")
     assert "Thanks" in thanks.args["text"] and thanks.args["user"] == "U0001"
 

@@ -11,8 +11,10 @@ import asyncpg
 import pytest
 
 from agent.messages import ChatMessage
+from datetime import datetime, timedelta, timezone
+
 from agent.state import AnswerRecord, Guarded, StateUnavailable
-from agent.state.base import OWNER
+from agent.state.base import OWNER, Escalation, TurnRecord
 from agent.state.feedback import Feedback
 from agent.state.memory import MemoryState
 from agent.state.migrations import LATEST, LOCK_SPACE
@@ -101,6 +103,41 @@ async def test_the_first_asker_keeps_a_thread(state):
     await state.remember_asker("19:chan;messageid=1", "29:bob")
     assert await state.asker("19:chan;messageid=1") == "29:ada"
     assert await state.asker("19:other") is None
+
+
+async def test_feedback_keeps_the_comment_written_with_it(state):
+    await state.add_feedback(Feedback(rating="down", user_id="U1", comment="the dates are from last year"))
+    [row] = await state.recent_feedback()
+    assert row.comment == "the dates are from last year"
+
+
+async def test_turns_are_read_back_from_a_moment_on(state):
+    old = datetime.now(timezone.utc) - timedelta(days=10)
+    await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="answered"))
+    await state.record_turn(TurnRecord(surface="teams", outcome="unanswerable", route="knowledge", answer_id="a1",
+                                       question="parking at the depot?", sources=["a.md"], latency_ms=812.5,
+                                       llm_calls=2))
+    [recent] = await state.turns(datetime.now(timezone.utc) - timedelta(days=7))
+    assert (recent.surface, recent.outcome, recent.route, recent.answer_id, recent.question, recent.sources,
+            recent.latency_ms, recent.llm_calls) == ("teams", "unanswerable", "knowledge", "a1",
+                                                     "parking at the depot?", ["a.md"], 812.5, 2)
+    assert len(await state.turns(old - timedelta(seconds=1))) == 2
+
+
+async def test_an_escalation_is_found_by_its_thread_and_answered_once(state):
+    item = Escalation(id="e1", surface="slack", asker="U1", conversation="C1", thread="1.0", question="q?",
+                      attempt="not found", sources=["a.md"], target_surface="slack", target_channel="CESC")
+    await state.save_escalation(item)
+    assert await state.escalation_in_thread("CESC", "9.9") is None
+    await state.save_escalation(item.model_copy(update={"target_thread": "9.9"}))  # posted: its thread is known
+    assert (await state.escalation_in_thread("CESC", "9.9")).id == "e1"
+    replies = await asyncio.gather(*(state.answer_escalation("e1", expert_id=f"U{i}", expert_name=f"Expert {i}",
+                                                             text=f"answer {i}") for i in range(5)))
+    [first] = [r for r in replies if r is not None]  # one reply wins, however many arrive together
+    assert first.status == "answered" and first.expert_answer.startswith("answer ") and first.answered_at
+    stored = await state.escalation("e1")
+    assert (stored.expert_id, stored.expert_answer, stored.question) == (first.expert_id, first.expert_answer, "q?")
+    assert [e.id for e in await state.escalations(datetime.now(timezone.utc) - timedelta(hours=1))] == ["e1"]
 
 
 # ----------------------------------------------------------------- a holder that died

@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass, field
-from typing import Protocol
+from datetime import datetime, timezone
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
 
 from agent.messages import ChatMessage
 from agent.state.conversation import Conversation
@@ -33,6 +36,52 @@ class AnswerRecord:
     route: str
     sources: list[str] = field(default_factory=list)
     question: str | None = None
+
+
+Outcome = Literal["answered", "search_only", "unanswerable", "refused", "clarify", "command", "error"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TurnRecord(BaseModel):
+    """One answered (or refused) question, for the knowledge-gap report. The question's text is
+    kept only with `store_text` (the report then shows examples and groups them by meaning)."""
+
+    created_at: datetime = Field(default_factory=utcnow)
+    surface: str
+    outcome: Outcome
+    route: str | None = None
+    answer_id: str | None = None
+    question: str | None = None
+    sources: list[str] = Field(default_factory=list)
+    latency_ms: float = 0.0
+    llm_calls: int = 0
+
+
+class Escalation(BaseModel):
+    """A question passed to a person: where it was asked, where it was posted, and the first
+    person's reply (relayed to the asker, and saved as a learned answer when the expert asks)."""
+
+    id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    surface: str  # where the question was asked
+    asker: str
+    conversation: str  # the asker's Slack channel or Teams conversation
+    thread: str | None = None  # the asker's Slack thread ts
+    question: str
+    attempt: str = ""  # askdesk's answer
+    sources: list[str] = Field(default_factory=list)
+    target_surface: str  # where it was posted for a person
+    target_channel: str
+    target_thread: str | None = None  # the escalation's thread (Slack ts, Teams reply chain)
+    status: Literal["open", "answered"] = "open"
+    expert_id: str | None = None
+    expert_name: str | None = None
+    expert_answer: str | None = None
+    answered_at: datetime | None = None
+    saved_as: str | None = None  # the learned answer's file, once saved
 
 
 class StateUnavailable(Exception):
@@ -82,3 +131,23 @@ class StateStore(Protocol):
         """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
 
     async def asker(self, conversation: str) -> str | None: ...
+
+    # the knowledge-gap report's turns
+    async def record_turn(self, turn: TurnRecord) -> None: ...
+
+    async def turns(self, since: datetime) -> list[TurnRecord]: ...
+
+    # escalations to a person
+    async def save_escalation(self, item: Escalation) -> None:
+        """Insert or replace (by id)."""
+
+    async def escalation(self, escalation_id: str) -> Escalation | None: ...
+
+    async def escalation_in_thread(self, channel: str, thread: str) -> Escalation | None: ...
+
+    async def answer_escalation(self, escalation_id: str, *, expert_id: str, expert_name: str | None,
+                                text: str) -> Escalation | None:
+        """Record a person's reply if it is the first one: the updated escalation, else None
+        (already answered: across replicas, exactly one reply is relayed)."""
+
+    async def escalations(self, since: datetime) -> list[Escalation]: ...

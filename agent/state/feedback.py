@@ -22,4 +22,5 @@ class Feedback(BaseModel):
     route: str | None = None
     sources: list[str] = Field(default_factory=list)
     question: str | None = None
+    comment: str | None = None  # what the person wrote with a 👎 (a Slack modal, the Teams feedback form)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))

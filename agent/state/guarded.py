@@ -8,12 +8,13 @@ logged once, as one line without a traceback, and its end once more.
 
 from __future__ import annotations
 
+from datetime import datetime
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
 from agent.messages import ChatMessage
-from agent.state.base import AnswerRecord, StateStore
+from agent.state.base import AnswerRecord, Escalation, StateStore, TurnRecord
 from agent.state.conversation import Conversation
 from agent.state.feedback import Feedback
 
@@ -87,3 +88,26 @@ class Guarded:
 
     async def asker(self, conversation: str) -> str | None:
         return await self._safe("reading a thread's asker", self.inner.asker(conversation), None)
+
+    async def record_turn(self, turn: TurnRecord) -> None:
+        await self._safe("recording a turn", self.inner.record_turn(turn), None)
+
+    async def turns(self, since: datetime) -> list[TurnRecord]:
+        return await self.inner.turns(since)  # the report says when it cannot read them
+
+    async def save_escalation(self, item: Escalation) -> None:
+        await self.inner.save_escalation(item)  # the caller tells the asker it was not passed on
+
+    async def escalation(self, escalation_id: str) -> Escalation | None:
+        return await self._safe("reading an escalation", self.inner.escalation(escalation_id), None)
+
+    async def escalation_in_thread(self, channel: str, thread: str) -> Escalation | None:
+        return await self._safe("reading an escalation", self.inner.escalation_in_thread(channel, thread), None)
+
+    async def answer_escalation(self, escalation_id: str, *, expert_id: str, expert_name: str | None,
+                                text: str) -> Escalation | None:
+        return await self._safe("recording a reply", self.inner.answer_escalation(
+            escalation_id, expert_id=expert_id, expert_name=expert_name, text=text), None)
+
+    async def escalations(self, since: datetime) -> list[Escalation]:
+        return await self.inner.escalations(since)

@@ -5,13 +5,14 @@ process; bounded like every per-process cache (bot/cache.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 import time
 from collections import deque
 
 from cachetools import LRUCache, TTLCache
 
 from agent.messages import ChatMessage
-from agent.state.base import AnswerRecord
+from agent.state.base import AnswerRecord, Escalation, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 
@@ -30,6 +31,8 @@ class MemoryState:
         self._records: LRUCache = LRUCache(KEPT)
         self._by_message: LRUCache = LRUCache(KEPT)
         self._askers: TTLCache = TTLCache(KEPT, ttl=30 * 24 * 3600)
+        self._turns: deque[TurnRecord] = deque(maxlen=KEPT)
+        self._escalations: dict[str, Escalation] = {}
 
     async def open(self) -> None:
         return None
@@ -96,3 +99,34 @@ class MemoryState:
 
     async def asker(self, conversation: str) -> str | None:
         return self._askers.get(conversation)
+
+    async def record_turn(self, turn: TurnRecord) -> None:
+        self._turns.append(turn)
+
+    async def turns(self, since: datetime) -> list[TurnRecord]:
+        return [t for t in self._turns if t.created_at >= since]
+
+    async def save_escalation(self, item: Escalation) -> None:
+        self._escalations[item.id] = item.model_copy()
+
+    async def escalation(self, escalation_id: str) -> Escalation | None:
+        found = self._escalations.get(escalation_id)
+        return found.model_copy() if found else None
+
+    async def escalation_in_thread(self, channel: str, thread: str) -> Escalation | None:
+        return next((e.model_copy() for e in self._escalations.values()
+                     if e.target_channel == channel and e.target_thread == thread), None)
+
+    async def answer_escalation(self, escalation_id: str, *, expert_id: str, expert_name: str | None,
+                                text: str) -> Escalation | None:
+        found = self._escalations.get(escalation_id)
+        if found is None or found.status != "open":
+            return None
+        found = found.model_copy(update={"status": "answered", "expert_id": expert_id, "expert_name": expert_name,
+                                         "expert_answer": text, "answered_at": utcnow()})
+        self._escalations[escalation_id] = found
+        return found.model_copy()
+
+    async def escalations(self, since: datetime) -> list[Escalation]:
+        return sorted((e.model_copy() for e in self._escalations.values() if e.created_at >= since),
+                      key=lambda e: e.created_at)

@@ -87,6 +87,28 @@ MIGRATIONS: tuple[Migration, ...] = (
     )),
 )
 
+MIGRATIONS += (
+    Migration(3, "turns for the knowledge-gap report, escalations, feedback comments", sqlite=(
+        "ALTER TABLE feedback ADD COLUMN comment TEXT",
+        "CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, surface TEXT NOT NULL,"
+        " outcome TEXT NOT NULL, route TEXT, answer_id TEXT, question TEXT, sources TEXT NOT NULL,"
+        " latency_ms REAL NOT NULL, llm_calls INTEGER NOT NULL)",
+        "CREATE INDEX turns_created ON turns (created)",
+        "CREATE TABLE escalations (id TEXT PRIMARY KEY, created REAL NOT NULL, target_channel TEXT NOT NULL,"
+        " target_thread TEXT, status TEXT NOT NULL, data TEXT NOT NULL)",
+        "CREATE INDEX escalations_thread ON escalations (target_channel, target_thread)",
+    ), postgres=(
+        "ALTER TABLE feedback ADD COLUMN comment TEXT",
+        "CREATE TABLE turns (id BIGSERIAL PRIMARY KEY, created DOUBLE PRECISION NOT NULL, surface TEXT NOT NULL,"
+        " outcome TEXT NOT NULL, route TEXT, answer_id TEXT, question TEXT, sources TEXT NOT NULL,"
+        " latency_ms DOUBLE PRECISION NOT NULL, llm_calls INTEGER NOT NULL)",
+        "CREATE INDEX turns_created ON turns (created)",
+        "CREATE TABLE escalations (id TEXT PRIMARY KEY, created DOUBLE PRECISION NOT NULL,"
+        " target_channel TEXT NOT NULL, target_thread TEXT, status TEXT NOT NULL, data TEXT NOT NULL)",
+        "CREATE INDEX escalations_thread ON escalations (target_channel, target_thread)",
+    )),
+)
+
 LATEST = MIGRATIONS[-1].version
 
 

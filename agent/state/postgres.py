@@ -20,13 +20,14 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import asyncpg
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord, StateUnavailable
+from agent.state.base import OWNER, AnswerRecord, Escalation, StateUnavailable, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import LOCK_SPACE, migrate_postgres
@@ -170,13 +171,13 @@ class PostgresState:
     async def add_feedback(self, item: Feedback) -> None:
         await self._execute(
             "INSERT INTO feedback (created_at, surface, user_id, channel, thread, answer_id, rating, route, sources,"
-            " question) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            " question, comment) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             item.created_at, item.surface, item.user_id, item.channel, item.thread, item.answer_id, item.rating,
-            item.route, json.dumps(item.sources), item.question)
+            item.route, json.dumps(item.sources), item.question, item.comment)
 
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         rows = await self._fetch(
-            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at "
+            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "
             "FROM feedback ORDER BY id DESC LIMIT $1", limit)
         return [Feedback(**{**dict(r), "sources": json.loads(r["sources"])}) for r in rows]
 
@@ -207,6 +208,54 @@ class PostgresState:
     async def asker(self, conversation: str) -> str | None:
         rows = await self._fetch("SELECT asker FROM teams_threads WHERE conversation = $1", conversation)
         return rows[0]["asker"] if rows else None
+
+    # ----------------------------------------------------------------- the report's turns
+    async def record_turn(self, turn: TurnRecord) -> None:
+        await self._execute(
+            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            turn.created_at.timestamp(), turn.surface, turn.outcome, turn.route, turn.answer_id, turn.question,
+            json.dumps(turn.sources), float(turn.latency_ms), turn.llm_calls)
+
+    async def turns(self, since: datetime) -> list[TurnRecord]:
+        from agent.state.sqlite import turn_of
+
+        rows = await self._fetch(
+            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls FROM turns"
+            " WHERE created >= $1 ORDER BY id", since.timestamp())
+        return [turn_of(tuple(r)) for r in rows]
+
+    # ----------------------------------------------------------------- escalations
+    async def save_escalation(self, item: Escalation) -> None:
+        await self._execute(
+            "INSERT INTO escalations (id, created, target_channel, target_thread, status, data)"
+            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET target_channel = EXCLUDED.target_channel,"
+            " target_thread = EXCLUDED.target_thread, status = EXCLUDED.status, data = EXCLUDED.data",
+            item.id, item.created_at.timestamp(), item.target_channel, item.target_thread, item.status,
+            item.model_dump_json())
+
+    async def escalation(self, escalation_id: str) -> Escalation | None:
+        rows = await self._fetch("SELECT data FROM escalations WHERE id = $1", escalation_id)
+        return Escalation.model_validate_json(rows[0]["data"]) if rows else None
+
+    async def escalation_in_thread(self, channel: str, thread: str) -> Escalation | None:
+        rows = await self._fetch("SELECT data FROM escalations WHERE target_channel = $1 AND target_thread = $2",
+                                 channel, thread)
+        return Escalation.model_validate_json(rows[0]["data"]) if rows else None
+
+    async def answer_escalation(self, escalation_id: str, *, expert_id: str, expert_name: str | None,
+                                text: str) -> Escalation | None:
+        rows = await self._fetch(
+            "UPDATE escalations SET status = 'answered', data = (data::jsonb || jsonb_build_object("
+            "'status', 'answered', 'expert_id', $2::text, 'expert_name', $3::text, 'expert_answer', $4::text,"
+            " 'answered_at', $5::text))::text WHERE id = $1 AND status = 'open' RETURNING data",
+            escalation_id, expert_id, expert_name, text, utcnow().isoformat())
+        return Escalation.model_validate_json(rows[0]["data"]) if rows else None
+
+    async def escalations(self, since: datetime) -> list[Escalation]:
+        rows = await self._fetch("SELECT data FROM escalations WHERE created >= $1 ORDER BY created",
+                                 since.timestamp())
+        return [Escalation.model_validate_json(r["data"]) for r in rows]
 
     # ----------------------------------------------------------------- bounded tables
     async def _sweep(self) -> None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import aiosqlite
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord
+from agent.state.base import OWNER, AnswerRecord, Escalation, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import migrate_sqlite
@@ -120,17 +120,17 @@ class SQLiteState:
     async def add_feedback(self, item: Feedback) -> None:
         await self._write(
             "INSERT INTO feedback (created_at, surface, user_id, channel, thread, answer_id, rating, route, sources,"
-            " question) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " question, comment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (item.created_at.isoformat(), item.surface, item.user_id, item.channel, item.thread, item.answer_id,
-             item.rating, item.route, json.dumps(item.sources), item.question))
+             item.rating, item.route, json.dumps(item.sources), item.question, item.comment))
 
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         rows = await self._rows(
-            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at "
+            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "
             "FROM feedback ORDER BY id DESC LIMIT ?", (limit,))
         return [Feedback(rating=r[0], user_id=r[1], surface=r[2], channel=r[3], thread=r[4], answer_id=r[5],
                          route=r[6], sources=json.loads(r[7]), question=r[8],
-                         created_at=datetime.fromisoformat(r[9])) for r in rows]
+                         created_at=datetime.fromisoformat(r[9]), comment=r[10]) for r in rows]
 
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
@@ -161,12 +161,62 @@ class SQLiteState:
         rows = await self._rows("SELECT asker FROM teams_threads WHERE conversation = ?", (conversation,))
         return rows[0][0] if rows else None
 
+    # ----------------------------------------------------------------- the report's turns
+    async def record_turn(self, turn: TurnRecord) -> None:
+        await self._write(
+            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (turn.created_at.timestamp(), turn.surface, turn.outcome, turn.route, turn.answer_id, turn.question,
+             json.dumps(turn.sources), turn.latency_ms, turn.llm_calls))
+
+    async def turns(self, since: datetime) -> list[TurnRecord]:
+        rows = await self._rows(
+            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls FROM turns"
+            " WHERE created >= ? ORDER BY id", (since.timestamp(),))
+        return [turn_of(r) for r in rows]
+
+    # ----------------------------------------------------------------- escalations
+    async def save_escalation(self, item: Escalation) -> None:
+        await self._write(
+            "INSERT OR REPLACE INTO escalations (id, created, target_channel, target_thread, status, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)", (item.id, item.created_at.timestamp(), item.target_channel,
+                                          item.target_thread, item.status, item.model_dump_json()))
+
+    async def escalation(self, escalation_id: str) -> Escalation | None:
+        rows = await self._rows("SELECT data FROM escalations WHERE id = ?", (escalation_id,))
+        return Escalation.model_validate_json(rows[0][0]) if rows else None
+
+    async def escalation_in_thread(self, channel: str, thread: str) -> Escalation | None:
+        rows = await self._rows("SELECT data FROM escalations WHERE target_channel = ? AND target_thread = ?",
+                                (channel, thread))
+        return Escalation.model_validate_json(rows[0][0]) if rows else None
+
+    async def answer_escalation(self, escalation_id: str, *, expert_id: str, expert_name: str | None,
+                                text: str) -> Escalation | None:
+        rows = await self._rows(
+            "UPDATE escalations SET status = 'answered', data = json_set(data, '$.status', 'answered',"
+            " '$.expert_id', ?, '$.expert_name', ?, '$.expert_answer', ?, '$.answered_at', ?)"
+            " WHERE id = ? AND status = 'open' RETURNING data",
+            (expert_id, expert_name, text, utcnow().isoformat(), escalation_id))
+        return Escalation.model_validate_json(rows[0][0]) if rows else None
+
+    async def escalations(self, since: datetime) -> list[Escalation]:
+        rows = await self._rows("SELECT data FROM escalations WHERE created >= ? ORDER BY created",
+                                (since.timestamp(),))
+        return [Escalation.model_validate_json(r[0]) for r in rows]
+
     # ----------------------------------------------------------------- bounded tables
     async def _sweep(self) -> None:
         now = time.time()
         await self._write("DELETE FROM claims WHERE expires <= ?", (now,))
         await self._write("DELETE FROM rate_hits WHERE at <= ?", (now - RATE_WINDOW_KEPT_S,))
         await self._write("DELETE FROM answer_records WHERE created <= ?", (now - RECORD_DAYS * 86400,))
+
+
+def turn_of(r) -> TurnRecord:
+    """A `turns` row (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)."""
+    return TurnRecord(created_at=datetime.fromtimestamp(r[0], timezone.utc), surface=r[1], outcome=r[2], route=r[3],
+                      answer_id=r[4], question=r[5], sources=json.loads(r[6]), latency_ms=r[7], llm_calls=r[8])
 
 
 def _record(rows: list) -> AnswerRecord | None:
