@@ -111,6 +111,16 @@ async def test_feedback_keeps_the_comment_written_with_it(state):
     assert row.comment == "the dates are from last year"
 
 
+async def test_feedback_is_read_back_from_a_moment_on(state):
+    now = datetime.now(timezone.utc)
+    await state.add_feedback(Feedback(rating="up", user_id="U1", created_at=now - timedelta(days=10)))
+    await state.add_feedback(Feedback(rating="down", user_id="U2", created_at=now - timedelta(hours=1), question="q"))
+    await state.add_feedback(Feedback(rating="up", user_id="U3", created_at=now))
+    recent = await state.feedback(now - timedelta(days=1))
+    assert [(f.user_id, f.rating) for f in recent] == [("U2", "down"), ("U3", "up")]
+    assert recent[0].question == "q"
+
+
 async def test_turns_are_read_back_from_a_moment_on(state):
     old = datetime.now(timezone.utc) - timedelta(days=10)
     await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="answered"))

@@ -119,6 +119,9 @@ class StateStore(Protocol):
 
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]: ...
 
+    async def feedback(self, since: datetime) -> list[Feedback]:
+        """Feedback given at or after `since`, oldest first (the knowledge-gap report)."""
+
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None: ...
 

@@ -71,6 +71,9 @@ class Guarded:
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         return await self._safe("reading feedback", self.inner.recent_feedback(limit), [])
 
+    async def feedback(self, since: datetime) -> list[Feedback]:
+        return await self.inner.feedback(since)  # the report says when it cannot read them
+
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
         await self._safe("saving an answer record", self.inner.remember_answer(

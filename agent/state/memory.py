@@ -81,6 +81,9 @@ class MemoryState:
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         return list(reversed(self._feedback))[:limit]
 
+    async def feedback(self, since: datetime) -> list[Feedback]:
+        return [f for f in self._feedback if f.created_at >= since]
+
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
         self._records[record.answer_id] = record

@@ -181,6 +181,12 @@ class PostgresState:
             "FROM feedback ORDER BY id DESC LIMIT $1", limit)
         return [Feedback(**{**dict(r), "sources": json.loads(r["sources"])}) for r in rows]
 
+    async def feedback(self, since: datetime) -> list[Feedback]:
+        rows = await self._fetch(
+            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "
+            "FROM feedback WHERE created_at >= $1 ORDER BY id", since)
+        return [Feedback(**{**dict(r), "sources": json.loads(r["sources"])}) for r in rows]
+
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
         await self._execute(

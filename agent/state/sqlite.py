@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import aiosqlite
@@ -131,6 +131,17 @@ class SQLiteState:
         return [Feedback(rating=r[0], user_id=r[1], surface=r[2], channel=r[3], thread=r[4], answer_id=r[5],
                          route=r[6], sources=json.loads(r[7]), question=r[8],
                          created_at=datetime.fromisoformat(r[9]), comment=r[10]) for r in rows]
+
+    async def feedback(self, since: datetime) -> list[Feedback]:
+        # created_at is ISO text: a second's slack in SQL (fractions sort oddly), exact in Python
+        rows = await self._rows(
+            "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "
+            "FROM feedback WHERE created_at >= ? ORDER BY id",
+            ((since.astimezone(timezone.utc) - timedelta(seconds=1)).isoformat(),))
+        items = [Feedback(rating=r[0], user_id=r[1], surface=r[2], channel=r[3], thread=r[4], answer_id=r[5],
+                          route=r[6], sources=json.loads(r[7]), question=r[8],
+                          created_at=datetime.fromisoformat(r[9]), comment=r[10]) for r in rows]
+        return [f for f in items if f.created_at >= since]
 
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
