@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     # --- privacy and tracing --------------------------------------------------------
     store_text: bool = Field(False, description="Store question text with feedback records.")
     trace_redact: bool = Field(False, description="Replace message text by a placeholder in LangSmith traces.")
+    admins: str | None = Field(
+        None,
+        description="Comma-separated Slack and Teams user ids who see the knowledge-gap report (Slack App Home tab, "
+        "`report` typed in Teams); unset = nobody. See docs/report.md.",
+    )
 
     # --- surfaces -------------------------------------------------------------------
     answer_mode: AnswerMode = Field(
@@ -204,6 +209,10 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=_config_file())
         return (init_settings, env_settings, yaml_source)
+
+    def is_admin(self, user_id: str | None) -> bool:
+        """Whether `user_id` is listed in `admins` (the report's audience)."""
+        return bool(user_id) and user_id in {u.strip() for u in (self.admins or "").split(",") if u.strip()}
 
     def answer_mode_for(self, place: str) -> AnswerMode:
         """The answer mode of a channel or group chat (`channel_answer_modes`, else `answer_mode`)."""
