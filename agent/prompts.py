@@ -164,6 +164,7 @@ REQUIRED: dict[str, set[str]] = {
     "search_only_empty": set(),
     "borderline_note": set(),
     "search_only_weak": set(),
+    "unanswerable_header": set(),
     "last_step": set(),
     "empty_message": set(),
     "too_long": {"limit", "length"},

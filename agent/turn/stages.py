@@ -28,6 +28,9 @@ from agent.turn import files
 from agent.turn.degrade import search_results_instead
 from agent.turn.loop import run_agent
 from agent.turn.state import CountedModel, Turn
+from agent.capabilities.knowledge import best_centered
+from agent.knowledge.language import detect_language
+from agent.understanding.answerable import unanswerable
 from agent.understanding.router import describe
 
 log = logging.getLogger("askdesk.service")
@@ -102,6 +105,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         return
     if ctx.models.agent is None:
         turn.result = search_only(turn, ctx, ctx.models.notice)
+        await judge(turn, ctx)
         return
     try:
         async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
@@ -120,6 +124,33 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         return
     turn.result = result(turn, answer=run.answer, references=run.references, confidence=run.confidence,
                          tool_calls=run.tool_calls, data=run.data)
+    await judge(turn, ctx, cited=bool(run.references))
+
+
+async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
+    """Mark a knowledge answer the documents do not support (agent/understanding/answerable.py):
+    a search-only one says so in its first line; a model's keeps its words (the prompt has it
+    say so) and shows the closest sources when it cited none. No model call."""
+    result = turn.result
+    if result is None or turn.route.name != ctx.knowledge.name or ctx.classifier.gate is None:
+        return
+    state = await ctx.classifier.gate.calibrated()
+    found = turn.found[0] if turn.found else None
+    model = not result.search_only
+    if not unanswerable(state.calibration if state else None, detect_language(turn.text), best_centered(found),
+                        model=model, confidence=result.confidence, cited=cited):
+        return
+    result.unanswerable = True
+    if not model:
+        text, note = result.answer, ctx.prompts.render("borderline_note")
+        if text.startswith(note):  # "may be outside the documents": now said plainly, once
+            text = text[len(note):].lstrip("\n")
+        first, _, rest = text.partition("\n")
+        if first in {ctx.prompts.render("search_only_header"), ctx.prompts.render("search_only_weak")}:
+            text = f"{ctx.prompts.render('unanswerable_header')}\n{rest}"
+        result.answer = text
+    elif not result.references:
+        result.references = ctx.knowledge.search_only(found, ctx.prompts).references[:3]
 
 
 STAGES: tuple[Stage, ...] = (check, files.attach, recall, read, classify, retrieve, respond)

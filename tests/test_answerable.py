@@ -1,0 +1,74 @@
+"""The "answerable" judgement (issue 22): a knowledge answer the documents do not support is
+marked, says so plainly and shows the closest sources; an answer they support is not. Real
+Askdesk over the whole sample knowledge base (its calibration computed at ingest), search-only
+and with a scripted model. The numbers asserted are the tuning sets' (examples/*/eval/
+answerable-tune.yaml against the demo's dev questions); the held-out lists are never run here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent.providers.function import ScriptedModel
+from agent.providers.models import ServiceModels
+from agent.runtime import Runtime
+from agent.turn.service import AskRequest
+from tests.fakes.steps import final
+from tests.knowledge_fixtures import service_on
+
+EVAL = Path(__file__).resolve().parent.parent / "examples" / "texas-childcare" / "eval"
+
+
+@pytest.fixture(scope="module")
+async def full_kb(kb_settings):
+    runtime = Runtime.open(kb_settings)
+    yield runtime
+    await runtime.close()
+
+
+def dev_questions() -> list[str]:
+    return [q["question"] for q in yaml.safe_load((EVAL / "dev.yaml").read_text())["retrieval"]]
+
+
+def tuning_unanswerable() -> list[str]:
+    return [q["question"] for q in yaml.safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]]
+
+
+async def test_no_answerable_dev_question_is_marked_and_tuning_gaps_are_said_plainly(full_kb):
+    async with service_on(full_kb) as service:  # no model: search-only
+        dev = [await service.answer(AskRequest(text=q, thread_id=f"d{i}")) for i, q in enumerate(dev_questions())]
+        gaps = [await service.answer(AskRequest(text=q, thread_id=f"u{i}"))
+                for i, q in enumerate(tuning_unanswerable())]
+    knowledge = [r for r in dev if r.route == "knowledge"]
+    assert knowledge and not [r.answer[:60] for r in knowledge if r.unanswerable]
+    marked = [r for r in gaps if r.unanswerable]
+    # without the demo's domain file: 2 of the 12 refused as off-topic, 2 marked; the rest get the
+    # nearest passages, most headed "may be outside what our documents cover"
+    assert len(marked) >= 2 and len(marked) + sum(r.route == "offtopic" for r in gaps) >= 4
+    for r in marked:
+        assert r.answer.startswith("I couldn't find this in the documents.") and r.references  # closest shown
+        assert r.route == "knowledge" and r.search_only
+
+
+async def test_a_model_that_did_not_find_it_marks_the_answer_and_the_closest_sources_are_shown(full_kb):
+    model = ScriptedModel(final("I don't know from the available documents; ask your board's CCS office.",
+                                confidence=0.2))
+    async with service_on(full_kb, models=ServiceModels(router=None, agent=model, notice=None)) as service:
+        result = await service.answer(AskRequest(text="do centers have to give a sibling discount to CCS families?",
+                                                 thread_id="m1"))
+    assert result.unanswerable and not result.search_only
+    assert result.answer.startswith("I don't know from the available documents")  # the model's words stay
+    assert 1 <= len(result.references) <= 3  # the closest sources, though it cited none
+    assert result.llm_calls == 1  # the judgement adds no model call
+    model.assert_done()
+
+
+async def test_a_cited_confident_answer_is_not_marked(full_kb):
+    source = "bcy-26-income-eligibility-and-maximum-psoc-twc-qa.md"
+    model = ScriptedModel(final("A family of 4 qualifies up to $5,000 a month [1].", source, confidence=0.9))
+    async with service_on(full_kb, models=ServiceModels(router=None, agent=model, notice=None)) as service:
+        result = await service.answer(AskRequest(text="what's the income limit for a family of 4 in BCY26?",
+                                                 thread_id="m2"))
+    assert not result.unanswerable and result.references
