@@ -115,6 +115,24 @@ class Settings(BaseSettings):
         "`report` typed in Teams); unset = nobody. See docs/report.md.",
     )
 
+    # --- a person takes over --------------------------------------------------------
+    escalation_channel: str | None = Field(
+        None,
+        description="Where \"Ask a person\" posts a question askdesk could not answer (or that got a thumbs down): "
+        "a Slack channel id (C…), or a Teams conversation id when only Teams runs; unset = no button. The first "
+        "reply of a person in the question's thread is relayed to the asker. See docs/slack.md#ask-a-person.",
+    )
+    escalation_channel_teams: str | None = Field(
+        None,
+        description="The Teams conversation for \"Ask a person\" when Slack and Teams both run (escalation_channel "
+        "is then the Slack one); with only one of the two set, the other surface's questions go there too.",
+    )
+    learned_dir: Path | None = Field(
+        None,
+        description="Folder of learned answers (\"Save as answer\" on an expert's reply, `askdesk learned`), "
+        "ingested into the default collection; unset = <data_dir>/learned.",
+    )
+
     # --- surfaces -------------------------------------------------------------------
     answer_mode: AnswerMode = Field(
         "thread",
@@ -227,6 +245,10 @@ class Settings(BaseSettings):
     def qdrant_path(self) -> Path:
         """The embedded store's directory (Qdrant Edge shards)."""
         return self.data_dir / "edge"
+
+    @property
+    def learned_path(self) -> Path:
+        return self.learned_dir if self.learned_dir is not None else self.data_dir / "learned"
 
     @property
     def sqlite_path(self) -> Path:

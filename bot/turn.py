@@ -209,7 +209,8 @@ class TurnRunner:
     # ----------------------------------------------------------------- feedback
     async def record_feedback(self, *, rating: str, user_id: str, surface: Surface, channel: str | None,
                               thread: str | None, answer_id: str | None = None, message_id: str | None = None,
-                              route: str | None = None, sources: list[str] | None = None) -> None:
+                              route: str | None = None, sources: list[str] | None = None,
+                              comment: str | None = None) -> None:
         """Store a 👍/👎: the answer found by its id (Slack's button carries it) or by the rated
         message in its conversation (Teams sends only that); what the button carries fills in
         for an answer this process no longer remembers."""
@@ -220,4 +221,9 @@ class TurnRunner:
             route=record.route if record else route,
             sources=list(record.sources) if record else list(sources or []),
             question=record.question if record and self.store_text else None,
+            comment=comment or None,
         ))
+
+    async def comment_feedback(self, *, answer_id: str, user_id: str, comment: str) -> None:
+        """What the person wrote after their 👎 (Slack's comment box), added to that feedback."""
+        await self.state.comment_feedback(answer_id, user_id, comment)

@@ -111,6 +111,17 @@ async def test_feedback_keeps_the_comment_written_with_it(state):
     assert row.comment == "the dates are from last year"
 
 
+async def test_a_comment_written_after_the_rating_goes_with_the_latest_feedback(state):
+    await state.add_feedback(Feedback(rating="down", user_id="U1", answer_id="a1"))
+    await state.add_feedback(Feedback(rating="down", user_id="U2", answer_id="a1"))
+    await state.add_feedback(Feedback(rating="down", user_id="U1", answer_id="a2"))
+    await state.comment_feedback("a1", "U1", "outdated")
+    await state.comment_feedback("a9", "U1", "no such answer: nothing changes")
+    rows = await state.recent_feedback()
+    assert [(f.user_id, f.answer_id, f.comment) for f in rows] == [
+        ("U1", "a2", None), ("U2", "a1", None), ("U1", "a1", "outdated")]
+
+
 async def test_feedback_is_read_back_from_a_moment_on(state):
     now = datetime.now(timezone.utc)
     await state.add_feedback(Feedback(rating="up", user_id="U1", created_at=now - timedelta(days=10)))

@@ -213,12 +213,14 @@ async def ingest(
     prune: bool = False,
     progress: IngestProgress | None = None,
     calibration_wanted: bool = True,
+    remove: Iterable[str] = (),
 ) -> IngestReport:
     """Bring `collection` in line with the files under `paths` (see the module docstring).
 
     With `prune`, chunks of files that are not under `paths` any more are deleted: pass every
     path the collection is built from. When the collection changed (or was never calibrated),
-    the off-topic calibration is recomputed (agent/knowledge/calibration.py).
+    the off-topic calibration is recomputed (agent/knowledge/calibration.py). `remove`: sources
+    to delete as a prune would (a learned answer taken out of the knowledge base).
     """
     started = time.perf_counter()
     settings = runtime.settings
@@ -251,7 +253,8 @@ async def ingest(
         planned.append((doc, chunks))
     report.files = len(planned)
     report.chunks = sum(len(chunks) for _, chunks in planned)
-    if not planned and not prune:  # nothing to write: do not create an empty collection
+    dropped = set(remove)
+    if not planned and not prune and not dropped:  # nothing to write: do not create an empty collection
         report.seconds = time.perf_counter() - started
         return report
 
@@ -304,9 +307,10 @@ async def ingest(
         if cache:
             cache.close()
 
-    if prune:
+    if prune or dropped:
         present = {source for _, source in files}
-        for source in sorted(set(states) - present):
+        gone = (set(states) - present if prune else set()) | (dropped & set(states))
+        for source in sorted(gone):
             old = await _versions_of(runtime, name, source, states[source])
             await _uncount(runtime, name, stats, source, old)
             await versions.switch(runtime, name, source, None, old)

@@ -119,6 +119,9 @@ class StateStore(Protocol):
 
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]: ...
 
+    async def comment_feedback(self, answer_id: str, user_id: str, comment: str) -> None:
+        """Add what the person wrote to their latest feedback on this answer (a 👎's comment box)."""
+
     async def feedback(self, since: datetime) -> list[Feedback]:
         """Feedback given at or after `since`, oldest first (the knowledge-gap report)."""
 

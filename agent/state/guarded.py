@@ -68,6 +68,9 @@ class Guarded:
     async def add_feedback(self, item: Feedback) -> None:
         await self._safe("saving feedback", self.inner.add_feedback(item), None)
 
+    async def comment_feedback(self, answer_id: str, user_id: str, comment: str) -> None:
+        await self._safe("saving a feedback comment", self.inner.comment_feedback(answer_id, user_id, comment), None)
+
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         return await self._safe("reading feedback", self.inner.recent_feedback(limit), [])
 

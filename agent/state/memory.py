@@ -78,6 +78,12 @@ class MemoryState:
     async def add_feedback(self, item: Feedback) -> None:
         self._feedback.append(item)
 
+    async def comment_feedback(self, answer_id: str, user_id: str, comment: str) -> None:
+        for item in reversed(self._feedback):
+            if item.answer_id == answer_id and item.user_id == user_id:
+                item.comment = comment
+                return
+
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         return list(reversed(self._feedback))[:limit]
 

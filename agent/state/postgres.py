@@ -175,6 +175,11 @@ class PostgresState:
             item.created_at, item.surface, item.user_id, item.channel, item.thread, item.answer_id, item.rating,
             item.route, json.dumps(item.sources), item.question, item.comment)
 
+    async def comment_feedback(self, answer_id: str, user_id: str, comment: str) -> None:
+        await self._execute(
+            "UPDATE feedback SET comment = $1 WHERE id = (SELECT max(id) FROM feedback WHERE answer_id = $2 AND "
+            "user_id = $3)", comment, answer_id, user_id)
+
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         rows = await self._fetch(
             "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "

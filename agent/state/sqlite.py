@@ -124,6 +124,11 @@ class SQLiteState:
             (item.created_at.isoformat(), item.surface, item.user_id, item.channel, item.thread, item.answer_id,
              item.rating, item.route, json.dumps(item.sources), item.question, item.comment))
 
+    async def comment_feedback(self, answer_id: str, user_id: str, comment: str) -> None:
+        await self._write(
+            "UPDATE feedback SET comment = ? WHERE id = (SELECT max(id) FROM feedback WHERE answer_id = ? AND user_id = ?)",
+            (comment, answer_id, user_id))
+
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]:
         rows = await self._rows(
             "SELECT rating, user_id, surface, channel, thread, answer_id, route, sources, question, created_at, comment "

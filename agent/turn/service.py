@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from agent.answers import AnswerResult, AskRequest, FileProblem, Surface
 from agent.capabilities.base import Capabilities, Command, CommandResult
@@ -38,6 +39,9 @@ from agent.turn.state import CountedModel, Ledger, ProgressFn, Turn
 from agent.understanding.domain import domain_path, load_domain
 from agent.understanding.identity import Identities
 from agent.understanding.router import Route
+
+if TYPE_CHECKING:
+    from agent.knowledge.learned import LearnedAnswer
 
 __all__ = ["AnswerResult", "AskRequest", "Askdesk", "ProgressFn", "ServiceModels", "Surface", "make_models"]
 
@@ -208,3 +212,25 @@ class Askdesk:
         ledger = Ledger()
         model = CountedModel(self.models.router, ledger) if self.models.router is not None else None
         return await capability.run_command(name, text, model=model), len(ledger)
+
+    # ----------------------------------------------------------------- learned answers
+    async def save_learned(self, *, key: str, question: str, answer: str, expert: str,
+                           when: datetime) -> str:
+        """Keep an expert's answer as a document of the knowledge base, searchable at once
+        (agent/knowledge/learned.py); returns its name."""
+        from agent.knowledge import learned
+
+        name, _ = await learned.save(self.runtime, self.settings.learned_path, key=key, question=question,
+                                     answer=answer, expert=expert, when=when)
+        return name
+
+    def learned(self) -> list["LearnedAnswer"]:
+        from agent.knowledge import learned
+
+        return learned.listed(self.settings.learned_path)
+
+    async def remove_learned(self, name: str) -> bool:
+        """Take a learned answer out of the folder and the index; False: no such answer."""
+        from agent.knowledge import learned
+
+        return await learned.remove(self.runtime, self.settings.learned_path, name) is not None

@@ -12,8 +12,11 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE
+from bot.escalation import escalation_target
+from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, escalate_button, note_blocks
 from bot.slack.commands import run_and_respond
+from bot.slack.comments import open_comment_box
+from bot.slack.escalation import escalate_value
 from bot.slack.reply import describe
 from bot.turn import TurnRunner
 
@@ -57,9 +60,17 @@ async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runn
         rating="up" if action.get("action_id") == FEEDBACK_UP else "down", user_id=user, surface="slack",
         channel=channel, thread=thread, answer_id=value.get("a"), route=value.get("r"),
         sources=list(value.get("s") or []))
+    down = action.get("action_id") == FEEDBACK_DOWN
+    if down:  # a comment box; the 👎 is stored already
+        await open_comment_box(client, body.get("trigger_id"), value.get("a"), runner.prompts)
     if channel:
+        thanks = runner.prompts.render("feedback_thanks")
+        blocks = note_blocks(thanks)
+        target = escalation_target(runner.askdesk.settings, "slack")
+        if down and target and target[0] == "slack" and not container.get("is_ephemeral"):  # every 👎: ask a person
+            blocks.append({"type": "actions", "elements": [escalate_button(escalate_value(
+                value.get("a"), container.get("message_ts") or message.get("ts"), thread), runner.prompts)]})
         try:
-            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread,
-                                            text=runner.prompts.render("feedback_thanks"))
+            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread, text=thanks, blocks=blocks)
         except Exception as exc:
             log.info("slack: feedback thanks not sent (%s)", describe(exc))

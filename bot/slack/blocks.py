@@ -32,6 +32,8 @@ FEEDBACK_BLOCK_ID = "askdesk_feedback"
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
 RECORDS_SHARE = "records_share"
+ESCALATE = "escalate"  # "Ask a person" (bot/slack/escalation.py)
+SAVE_ANSWER = "save_answer"  # "Save as answer" on a relayed reply
 
 Block = dict[str, Any]
 
@@ -184,7 +186,13 @@ def feedback_value(answer_id: str, route: str, references: list[Reference]) -> s
         sources = sources[:-1]
 
 
-def feedback_block(value: str, prompts: "PromptSet | None" = None) -> Block:
+def escalate_button(value: str, prompts: "PromptSet | None" = None) -> Block:
+    """"Ask a person": passes the question to the escalation channel."""
+    return {"type": "button", "action_id": ESCALATE, "value": value[:BUTTON_VALUE_CHARS],
+            "text": {"type": "plain_text", "text": "🙋 " + _texts(prompts).text("escalate_button"), "emoji": True}}
+
+
+def feedback_block(value: str, prompts: "PromptSet | None" = None, *, escalate: bool = False) -> Block:
     texts = _texts(prompts)
 
     def button(emoji: str, label: str, action_id: str) -> Block:
@@ -199,12 +207,13 @@ def feedback_block(value: str, prompts: "PromptSet | None" = None) -> Block:
         "type": "actions",
         "block_id": FEEDBACK_BLOCK_ID,
         "elements": [button("👍", texts.render("feedback_helpful"), FEEDBACK_UP),
-                     button("👎", texts.render("feedback_not_helpful"), FEEDBACK_DOWN)],
+                     button("👎", texts.render("feedback_not_helpful"), FEEDBACK_DOWN),
+                     *([escalate_button(value, prompts)] if escalate else [])],
     }
 
 
 def footer_blocks(references: list[Reference], notice: str | None, value: str | None,
-                  prompts: "PromptSet | None" = None) -> list[Block]:
+                  prompts: "PromptSet | None" = None, *, escalate: bool = False) -> list[Block]:
     """Sources, an optional notice and feedback buttons: the end of the last answer part."""
     blocks: list[Block] = []
     source = sources_block(references, prompts)
@@ -213,17 +222,17 @@ def footer_blocks(references: list[Reference], notice: str | None, value: str | 
     if notice:
         blocks.append(notice_block(notice))
     if value:
-        blocks.append(feedback_block(value, prompts))
+        blocks.append(feedback_block(value, prompts, escalate=escalate))
     return blocks
 
 
 def answer_messages(
     answer: str, references: list[Reference], *, notice: str | None, value: str | None,
-    prompts: "PromptSet | None" = None,
+    prompts: "PromptSet | None" = None, escalate: bool = False,
 ) -> list[list[Block]]:
     """Blocks of each message of an answer (escaped here); the footer rides on the last one."""
     messages = [[markdown_block(safe_markdown(p))] for p in answer_parts(answer or "…")]
-    messages[-1].extend(footer_blocks(references, notice, value, prompts))
+    messages[-1].extend(footer_blocks(references, notice, value, prompts, escalate=escalate))
     return messages
 
 

@@ -28,9 +28,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.answers import Attachment
 from agent.messages import ChatMessage
 from bot.dedupe import message_key
+from bot.escalation import escalation_target
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.slack.files import remote_files
+from bot.slack.escalation import relay_reply
 from bot.slack.history import askers, mentions, strip_mention
 from bot.slack.private import EphemeralReply, ephemeral_sender
 from bot.slack.reply import Reply, SayStream, SetStatus, describe, send_note
@@ -105,6 +107,8 @@ def register(app: AsyncApp) -> None:
     @app.event("message")
     async def on_message(event: dict, context: AsyncBoltContext, client: AsyncWebClient, answering: Answering,
                          say_stream: Any, set_status: Any, set_title: Any) -> None:
+        if await relay_reply(event, context, client, answering):  # a person's reply to an escalated question
+            return
         slack = Slack(context, client, say_stream, set_status if _is_dm(event) else None, set_title)
         await handle(answering, parse(event, context, via_mention=False), slack)
 
@@ -173,6 +177,9 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
         set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
+    if public is not None:
+        target = escalation_target(settings, "slack")
+        public.escalation = target is not None and target[0] == "slack"
     reply = public or EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
                                                       thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []

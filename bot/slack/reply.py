@@ -103,6 +103,8 @@ class Reply:
         self._stream_size = 0  # what the stream was given, counted as escaped (Slack's limits count that)
         self._tasks_done = False
         self._append_failed = False
+        self.escalation = False  # an escalation channel is set: an unanswerable answer offers "Ask a person"
+        self._escalate = False
 
     @property
     def streams(self) -> bool:
@@ -227,6 +229,7 @@ class Reply:
         """Deliver a turn's answer (bot/turn.py); the first delivered message's ts."""
         result = delivery.result
         value = feedback_value(delivery.answer_id, result.route, result.references) if delivery.feedback else None
+        self._escalate = self.escalation and result.unanswerable and value is not None  # same message, no extra call
         await self.deliver(result.answer, result.references, notice=delivery.notice, value=value)
         return self.posted_ts[0] if self.posted_ts else None
 
@@ -237,20 +240,22 @@ class Reply:
             await self.buffer.close()
             assert self.stream is not None
             rest, more = _cut(answer, len(self.appended))
-            footer = footer_blocks(references, notice, value, self.prompts) if not more else []
+            footer = footer_blocks(references, notice, value, self.prompts, escalate=self._escalate) if not more else []
             safe = self.markdown.render(rest, final=True)[0]
             await self.stream.stop(markdown_text=safe or None, blocks=footer or None)
             if self.stream.ts:
                 self.posted_ts.append(self.stream.ts)
             if more:  # a very long answer: the rest in further messages, split as usual
                 await self._post_parts(answer_messages(more, references, notice=notice, value=value,
-                                                       prompts=self.prompts), use_placeholder=False)
+                                                       prompts=self.prompts, escalate=self._escalate),
+                                       use_placeholder=False)
             return
         parts = answer_parts(answer or "…")
         if self.streaming:
             await self.buffer.close()  # no append may follow the stop call
             try:
-                await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts) if len(parts) == 1 else None)
+                await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts,
+                                                                  escalate=self._escalate) if len(parts) == 1 else None)
             except Exception as exc:
                 if self.stream is not None and self.stream.ts:
                     raise  # the stream exists: never post the same answer twice
@@ -258,10 +263,11 @@ class Reply:
             else:
                 if len(parts) > 1:
                     tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value,
-                                           prompts=self.prompts)
+                                           prompts=self.prompts, escalate=self._escalate)
                     await self._post_parts(tail, use_placeholder=False)
                 return
-        await self._post_parts(answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts))
+        await self._post_parts(answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts,
+                                               escalate=self._escalate))
 
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()

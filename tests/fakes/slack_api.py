@@ -164,7 +164,7 @@ class FakeSlackAPI:
                 args.update(json.loads(raw or b"{}"))
             else:
                 args.update(dict(parse_qsl(raw.decode())))
-        for key in ("blocks", "chunks", "prompts", "loading_messages"):
+        for key in ("blocks", "chunks", "prompts", "loading_messages", "view"):
             if isinstance(args.get(key), str):
                 try:
                     args[key] = json.loads(args[key])
@@ -312,6 +312,17 @@ class FakeSlackAPI:
             return {"ok": False, "error": "thread_not_found"}
         return {"ok": True, "messages": [dict(m) for m in messages], "has_more": False}
 
+    def _chat_getPermalink(self, args: dict) -> dict:
+        return {"ok": True, "channel": args.get("channel"),
+                "permalink": f"https://fake.slack.com/archives/{args.get('channel')}/p{str(args.get('message_ts')).replace('.', '')}"}
+
+    def _users_info(self, args: dict) -> dict:
+        user = args.get("user", "")
+        return {"ok": True, "user": {"id": user, "name": user.lower(), "profile": {"real_name": f"Person {user}"}}}
+
+    def _views_open(self, args: dict) -> dict:
+        return {"ok": True, "view": {"id": "V0001", **(args.get("view") if isinstance(args.get("view"), dict) else {})}}
+
     def _assistant_threads_setStatus(self, args: dict) -> dict:
         return {"ok": True}
 
@@ -442,5 +453,15 @@ class SlackHarness:
             "message": {"ts": message_ts, "type": "message", **({"thread_ts": thread_ts} if thread_ts else {})},
             "actions": [{"type": "button", "action_id": action_id, "block_id": "b", "value": value,
                          "action_ts": str(time.time())}],
+        }
+        return await self.form({"payload": json.dumps(payload)})
+
+    async def submit_view(self, view: dict[str, Any], values: dict[str, dict[str, dict[str, Any]]], *,
+                          user: str = "U0001") -> int:
+        """A modal's submission (`view_submission`), as Slack sends it."""
+        payload = {
+            "type": "view_submission", "team": {"id": TEAM_ID}, "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": "A0001", "token": "legacy", "trigger_id": f"trig{time.time()}",
+            "view": {**view, "id": "V0001", "team_id": TEAM_ID, "state": {"values": values}},
         }
         return await self.form({"payload": json.dumps(payload)})
