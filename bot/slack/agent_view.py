@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
 from bot.cache import bounded
+from bot.slack.home import home_opened
 from bot.slack.reply import describe
 
 log = logging.getLogger("askdesk.slack")
@@ -43,6 +44,9 @@ def register(app: AsyncApp) -> None:
     @app.event("app_home_opened")
     async def messages_tab_opened(event: dict, client: AsyncWebClient, settings: Settings, askdesk: Any,
                                   set_suggested_prompts: Any) -> None:
+        if event.get("tab") == "home":
+            await home_opened(event, client, settings, askdesk)  # the report, for admins (bot/slack/home.py)
+            return
         if event.get("tab") != "messages":
             return
         prompts = await suggestions(settings, askdesk)

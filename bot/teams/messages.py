@@ -18,6 +18,7 @@ from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
 from bot.teams.connector import unreachable
 from bot.teams.incoming import Incoming, parse
+from bot.teams.report_card import report_message, wants_report
 
 log = logging.getLogger("askdesk.teams")
 
@@ -54,6 +55,19 @@ async def _addressed(bot, incoming: Incoming) -> bool:
         return False
 
 
+async def send_report(bot, ctx) -> None:
+    try:
+        message = await report_message(bot.askdesk)
+    except Exception as exc:
+        log.warning("teams: report unavailable (%s)", type(exc).__name__)
+        await note(ctx, "The report is unavailable right now; try again later.")
+        return
+    try:
+        await ctx.send(message)
+    except Exception as exc:
+        log.error("teams: report card not sent (%s)", type(exc).__name__)
+
+
 async def handle(bot, ctx, incoming: Incoming) -> None:
     """Answer (or not) one claimed activity, then settle its claim: done, whatever the outcome."""
     await _handle(bot, ctx, incoming)
@@ -65,6 +79,9 @@ async def _handle(bot, ctx, incoming: Incoming) -> None:
         return
     if not incoming.text and not incoming.files:  # files alone are a question about them
         await note(ctx, bot.runner.prompts.render("empty_message"))
+        return
+    if wants_report(bot.settings, incoming.text, incoming.user_id):  # admins only (bot/teams/report_card.py)
+        await send_report(bot, ctx)
         return
     found = command_of(bot, incoming.text)
     if found is not None:
