@@ -321,6 +321,11 @@ async def test_feedback_invoke_is_stored_with_surface_teams(make_bot, connector,
     assert (row.surface, row.rating, row.user_id, row.route) == ("teams", "down", "29:user-ada", "knowledge")
     assert row.thread == thread["id"] and row.channel == thread["id"].split(";")[0]
     assert row.sources == [KB_DOC] and row.question is None
+    assert row.comment == "too vague"  # the feedback form's text (it was dropped before issue 22)
+    # an empty form stores no comment
+    await teams.post(feedback_invoke(connector.service_url, reaction="dislike", reply_to_id=answer["id"],
+                                     conversation=thread, comment="  "))
+    assert (await teams.bot.askdesk.state.recent_feedback())[0].comment is None
 
 
 async def test_install_sends_a_welcome_with_suggested_prompts(make_bot, connector):

@@ -3,9 +3,11 @@ Slack's buttons, with surface `teams`.
 
 Teams sends only the rated message's id (`replyToId`), unique within its conversation: the
 answer is found by conversation + message id among what this process remembers of its recent
-answers (after a restart: rating only).
+answers (after a restart: rating only). What the person typed in the feedback form
+(`feedback`: JSON with `feedbackText`) is stored as the record's comment.
 """
 
+import json
 import logging
 
 from microsoft_teams.api import MessageSubmitActionInvokeActivity
@@ -23,6 +25,17 @@ def register(bot) -> None:
             await bot.runner.record_feedback(
                 rating="up" if activity.value.action_value.reaction == "like" else "down",
                 user_id=activity.from_.id, surface="teams", channel=conversation.split(";", 1)[0],
-                thread=conversation, message_id=activity.reply_to_id)
+                thread=conversation, message_id=activity.reply_to_id,
+                comment=feedback_text(activity.value.action_value.feedback))
         except Exception as exc:  # the user's click must not fail; the log says why it was lost
             log.error("teams: feedback not stored: %s", type(exc).__name__)
+
+
+def feedback_text(raw: str | None, limit: int = 2000) -> str | None:
+    """The form's text, or None (an empty form, or not the JSON Teams sends)."""
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return None
+    text = data.get("feedbackText") if isinstance(data, dict) else None
+    return text.strip()[:limit] or None if isinstance(text, str) else None
