@@ -48,7 +48,20 @@ async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event
             log.warning("handed-over ingest failed: %s", type(exc).__name__)
             return ingest_error(exc)
         return ingest_output(report, request.as_json)
+    if request.op == "learned-remove":
+        return await learned_remove(runtime, request.paths[0] if request.paths else "")
     return await run_registry_job(runtime, request)  # `registry ingest` (and its shortcuts)
+
+
+async def learned_remove(runtime: "Runtime", name: str) -> JobOutput:
+    """`askdesk learned remove NAME`, locally or handed over to a running bot."""
+    from agent.knowledge.learned import remove
+
+    report = await remove(runtime, runtime.settings.learned_path, name)
+    if report is None:
+        return JobOutput(stderr=[f"error: no learned answer named {printable(name)} (see `askdesk learned list`)"],
+                         code=1)
+    return JobOutput(stdout=[f"removed {printable(name)}" + (" and its passages" if report.pruned else "")])
 
 
 def ingest_output(report, as_json: bool):
