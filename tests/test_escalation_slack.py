@@ -125,6 +125,26 @@ async def _escalations(askdesk):
     return await askdesk.state.escalations(datetime.now(timezone.utc) - timedelta(hours=1))
 
 
+async def test_an_unanswerable_question_gets_ask_a_person_on_its_answer(make_bot, fake_slack, llm):
+    slack = await make_bot(escalation_channel=ESC)
+    ts = "1700003500.000100"
+    unsure = {"step": {"kind": "final_answer", "answer": "I couldn't find this in the documents.", "confidence": 0.1,
+                       "references": []}}
+    llm.script(AGENT, unsure)
+    fake_slack.add_thread("C0001", [{"ts": ts, "user": "U0001", "text": f"<@{BOT_USER_ID}> {QUESTION}"}])
+    await slack.mention(QUESTION, ts=ts)
+    await slack.bot.drain()
+    [answer] = bot_messages(fake_slack, "C0001", ts)
+    [ask] = [b for b in buttons(answer) if b["action_id"] == "escalate"]  # in the answer's own message
+    assert "Ask a person" in ask["text"]["text"] and len(llm.requests_for(AGENT)) == 1
+    await slack.click("escalate", ask["value"], message_ts=answer["ts"], thread_ts=ts)
+    await slack.bot.drain()
+    [post] = [c.args for c in fake_slack.calls_to("chat.postMessage") if c.args["channel"] == ESC]
+    assert QUESTION in json.dumps(post["blocks"]) and "couldn't find this in the documents" in json.dumps(post["blocks"])
+    [escalation] = await _escalations(slack.bot.services.askdesk)
+    assert escalation.target_thread and "couldn't find this in the documents" in escalation.attempt
+
+
 async def test_an_unanswerable_answer_offers_ask_a_person_in_the_same_message(make_bot, fake_slack):
     slack = await make_bot(escalation_channel=ESC)
     client = make_client(slack.bot.settings.model_copy(update={"slack_api_url": fake_slack.api_url}), "xoxb-test")
