@@ -107,7 +107,8 @@ class Settings(BaseSettings):
     )
 
     # --- privacy and tracing --------------------------------------------------------
-    store_text: bool = Field(False, description="Store question text with feedback records.")
+    store_text: bool = Field(False, description="Keep question text with feedback records, unanswerable turns and escalations (the report then shows examples and groups them by meaning); off: counts only.")
+    retention_days: int = Field(180, ge=0, description="Conversation messages, turns, feedback and escalations older than this are deleted (checked about once a minute); 0 keeps them until `askdesk report --forget-before DATE`.")
     trace_redact: bool = Field(False, description="Replace message text by a placeholder in LangSmith traces.")
     admins: str | None = Field(
         None,

@@ -181,7 +181,10 @@ class TurnRunner:
             return None
         await self.state.record_turn(TurnRecord(
             surface=incoming.surface, outcome=outcome_of(result), route=result.route, answer_id=answer_id,
-            question=incoming.text if self.store_text and not incoming.private else None,
+            # text only where it helps close a gap (and only with store_text): escalated and
+            # down-voted questions keep theirs with the escalation and the feedback record
+            question=incoming.text if self.store_text and not incoming.private
+            and outcome_of(result) == "unanswerable" else None,
             sources=[r.source for r in result.references],
             latency_ms=result.latency_ms, llm_calls=result.llm_calls))
         if delivery.feedback:

@@ -72,3 +72,40 @@ async def test_a_cited_confident_answer_is_not_marked(full_kb):
         result = await service.answer(AskRequest(text="what's the income limit for a family of 4 in BCY26?",
                                                  thread_id="m2"))
     assert not result.unanswerable and result.references
+
+
+class Recorded:
+    """A surface that keeps what it was given (the turn runner's Reply protocol)."""
+
+    streams = False
+
+    async def progress(self, step: str) -> None: ...
+
+    async def text(self, delta: str) -> None: ...
+
+    async def finish(self, delivery) -> str:
+        self.delivery = delivery
+        return "m1"
+
+    async def note(self, text: str) -> None: ...
+
+    async def apologise(self, text: str) -> None: ...
+
+
+async def test_with_store_text_only_an_unanswerable_question_keeps_its_text_in_the_report_log(full_kb):
+    from datetime import datetime, timedelta, timezone
+
+    from bot.turn import Incoming, TurnRunner
+
+    settings = full_kb.settings.model_copy(update={"store_text": True})
+    async with service_on(full_kb) as service:
+        service.settings = settings
+        runner = TurnRunner(service, rate_limit=False)
+        for i, text in enumerate(["what's the income limit for a family of 4 in BCY26?",
+                                  "can a center keep a pet rabbit in the toddler room?",
+                                  "does a center have to provide car seats for the kids it drives?"]):
+            await runner.run(Incoming(surface="cli", text=text, thread_id=f"t{i}", user_id="u"), Recorded())
+        turns = await service.state.turns(datetime.now(timezone.utc) - timedelta(minutes=5))
+    kept = {t.outcome: t.question for t in turns}
+    assert kept.get("answered", kept.get("search_only")) is None  # found in the documents: counted, no text
+    assert kept["unanswerable"] == "does a center have to provide car seats for the kids it drives?"

@@ -149,3 +149,14 @@ def test_report_html_embeds_its_charts(seeded_data_dir, tmp_path):
 def test_report_with_a_bad_since_is_a_one_line_error(seeded_data_dir):
     result = CliRunner().invoke(app, ["report", "--since", "yesterday"])
     assert result.exit_code == 2 and "--since" in result.output
+
+
+def test_forget_before_deletes_the_old_records_and_says_how_many(seeded_data_dir):
+    result = CliRunner().invoke(app, ["report", "--forget-before", "0d"])  # everything so far
+    assert result.exit_code == 0, result.output
+    line = result.output.strip()
+    assert line.startswith("forgot ") and " turns" in line and " 0 turns" not in line
+    after = CliRunner().invoke(app, ["report", "--json"])
+    assert json.loads(after.output)["questions"] == 0
+    bad = CliRunner().invoke(app, ["report", "--forget-before", "last year"])
+    assert bad.exit_code == 2 and "--forget-before takes" in bad.output

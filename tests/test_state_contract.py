@@ -161,6 +161,22 @@ async def test_an_escalation_is_found_by_its_thread_and_answered_once(state):
     assert [e.id for e in await state.escalations(datetime.now(timezone.utc) - timedelta(hours=1))] == ["e1"]
 
 
+async def test_forgetting_before_a_date_deletes_what_people_wrote_before_it(state):
+    old = datetime.now(timezone.utc) - timedelta(days=200)
+    await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="unanswerable", question="old q"))
+    await state.record_turn(TurnRecord(surface="slack", outcome="answered"))
+    await state.add_feedback(Feedback(rating="down", user_id="U1", question="old q", created_at=old))
+    await state.add_feedback(Feedback(rating="up", user_id="U2"))
+    await state.save_escalation(Escalation(id="old", created_at=old, surface="slack", asker="U1", conversation="C1",
+                                           question="old q", target_surface="slack", target_channel="CESC"))
+    deleted = await state.forget_before(datetime.now(timezone.utc) - timedelta(days=180))
+    assert (deleted["turns"], deleted["feedback"], deleted["escalations"]) == (1, 1, 1)
+    since = datetime.now(timezone.utc) - timedelta(days=365)
+    assert [t.outcome for t in await state.turns(since)] == ["answered"]
+    assert [f.user_id for f in await state.recent_feedback()] == ["U2"]
+    assert await state.escalation("old") is None
+
+
 # ----------------------------------------------------------------- a holder that died
 
 

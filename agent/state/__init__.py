@@ -19,7 +19,7 @@ def open_state(settings: "Settings") -> Guarded:
     if settings.database_url:
         from agent.state.postgres import PostgresState  # asyncpg only where it is used
 
-        return Guarded(PostgresState(settings.database_url))
+        return Guarded(PostgresState(settings.database_url, retention_days=settings.retention_days))
     from agent.state.sqlite import SQLiteState
 
-    return Guarded(SQLiteState(settings.sqlite_path))
+    return Guarded(SQLiteState(settings.sqlite_path, retention_days=settings.retention_days))

@@ -157,3 +157,8 @@ class StateStore(Protocol):
         (already answered: across replicas, exactly one reply is relayed)."""
 
     async def escalations(self, since: datetime) -> list[Escalation]: ...
+
+    # retention
+    async def forget_before(self, when: datetime) -> dict[str, int]:
+        """Delete what people wrote or asked before `when` (conversation messages, turns,
+        feedback, escalations): the number of rows of each."""

@@ -139,3 +139,15 @@ class MemoryState:
     async def escalations(self, since: datetime) -> list[Escalation]:
         return sorted((e.model_copy() for e in self._escalations.values() if e.created_at >= since),
                       key=lambda e: e.created_at)
+
+    async def forget_before(self, when: datetime) -> dict[str, int]:
+        turns = [t for t in self._turns if t.created_at >= when]
+        feedback = [f for f in self._feedback if f.created_at >= when]
+        old = [k for k, e in self._escalations.items() if e.created_at < when]
+        counts = {"messages": 0, "turns": len(self._turns) - len(turns), "feedback": len(self._feedback) - len(feedback),
+                  "escalations": len(old)}
+        self._turns = deque(turns, maxlen=KEPT)
+        self._feedback = deque(feedback, maxlen=KEPT)
+        for key in old:
+            del self._escalations[key]
+        return counts

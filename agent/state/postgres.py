@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -50,9 +50,11 @@ def where(url: str) -> str:
 class PostgresState:
     backend = "postgres"
 
-    def __init__(self, url: str, *, max_messages: int = 50, pool_size: int = 10, timeout: float = 5.0) -> None:
+    def __init__(self, url: str, *, max_messages: int = 50, pool_size: int = 10, timeout: float = 5.0,
+                 retention_days: int = 0) -> None:
         self.url = url
         self.max_messages = max_messages
+        self.retention_days = retention_days  # 0: kept until `askdesk report --forget-before`
         self.pool_size = pool_size
         self.timeout = timeout
         self._pool: asyncpg.Pool | None = None
@@ -268,8 +270,21 @@ class PostgresState:
                                  since.timestamp())
         return [Escalation.model_validate_json(r["data"]) for r in rows]
 
+    # ----------------------------------------------------------------- retention
+    async def forget_before(self, when: datetime) -> dict[str, int]:
+        cut = when.timestamp()
+        counts: dict[str, int] = {}
+        for table, sql, param in (("messages", "DELETE FROM messages WHERE created < $1 RETURNING 1", cut),
+                                  ("turns", "DELETE FROM turns WHERE created < $1 RETURNING 1", cut),
+                                  ("feedback", "DELETE FROM feedback WHERE created_at < $1 RETURNING 1", when),
+                                  ("escalations", "DELETE FROM escalations WHERE created < $1 RETURNING 1", cut)):
+            counts[table] = len(await self._fetch(sql, param))
+        return counts
+
     # ----------------------------------------------------------------- bounded tables
     async def _sweep(self) -> None:
+        if self.retention_days > 0:
+            await self.forget_before(utcnow() - timedelta(days=self.retention_days))
         await self._execute(f"DELETE FROM claims WHERE expires <= {NOW}")
         await self._execute(f"DELETE FROM rate_hits WHERE at <= {NOW} - $1", RATE_WINDOW_KEPT_S)
         await self._execute(f"DELETE FROM answer_records WHERE created <= {NOW} - $1", RECORD_DAYS * 86400.0)

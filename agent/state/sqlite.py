@@ -49,9 +49,10 @@ async def _setup(db: aiosqlite.Connection) -> None:
 class SQLiteState:
     backend = "sqlite"
 
-    def __init__(self, path: Path, *, max_messages: int = 50) -> None:
+    def __init__(self, path: Path, *, max_messages: int = 50, retention_days: int = 0) -> None:
         self.path = Path(path)
         self.max_messages = max_messages
+        self.retention_days = retention_days  # 0: kept until `askdesk report --forget-before`
         self._conn = LazyConnection(self.path, _setup)
         self._sweeper = Sweeper(self._sweep)
 
@@ -221,9 +222,22 @@ class SQLiteState:
                                 (since.timestamp(),))
         return [Escalation.model_validate_json(r[0]) for r in rows]
 
+    # ----------------------------------------------------------------- retention
+    async def forget_before(self, when: datetime) -> dict[str, int]:
+        cut, iso = when.timestamp(), when.astimezone(timezone.utc).isoformat()
+        counts: dict[str, int] = {}
+        for table, sql, param in (("messages", "DELETE FROM messages WHERE created < ? RETURNING 1", cut),
+                                  ("turns", "DELETE FROM turns WHERE created < ? RETURNING 1", cut),
+                                  ("feedback", "DELETE FROM feedback WHERE created_at < ? RETURNING 1", iso),
+                                  ("escalations", "DELETE FROM escalations WHERE created < ? RETURNING 1", cut)):
+            counts[table] = len(await self._rows(sql, (param,)))
+        return counts
+
     # ----------------------------------------------------------------- bounded tables
     async def _sweep(self) -> None:
         now = time.time()
+        if self.retention_days > 0:
+            await self.forget_before(datetime.fromtimestamp(now - self.retention_days * 86400, timezone.utc))
         await self._write("DELETE FROM claims WHERE expires <= ?", (now,))
         await self._write("DELETE FROM rate_hits WHERE at <= ?", (now - RATE_WINDOW_KEPT_S,))
         await self._write("DELETE FROM answer_records WHERE created <= ?", (now - RECORD_DAYS * 86400,))

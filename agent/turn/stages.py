@@ -137,6 +137,9 @@ async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
     state = await ctx.classifier.gate.calibrated()
     found = turn.found[0] if turn.found else None
     model = not result.search_only
+    if not model and not result.references:  # the search found nothing at all: said so already
+        result.unanswerable = True
+        return
     if not unanswerable(state.calibration if state else None, detect_language(turn.text), best_centered(found),
                         model=model, confidence=result.confidence, cited=cited):
         return

@@ -38,8 +38,26 @@ async def make_report(since_text: str):
         await state.close()
 
 
+async def forget(before_text: str) -> dict[str, int]:
+    from agent.report import parse_since
+    from agent.state import open_state
+
+    try:
+        before = parse_since(before_text)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("--since", "--forget-before")) from None
+    state = open_state(load_settings())
+    try:
+        return await state.forget_before(before)
+    finally:
+        await state.close()
+
+
 def report_cmd(
     since: str = typer.Option("7d", "--since", help="Period: 7d, 24h, 2w, or a date (UTC) such as 2026-01-31."),
+    forget_before: Optional[str] = typer.Option(
+        None, "--forget-before", help="Instead of reporting: delete conversations, turns, feedback and escalations "
+        "older than this date (UTC, 2026-01-31) or age (90d)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the report with charts to this HTML file."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -47,6 +65,18 @@ def report_cmd(
     the unanswered and down-voted questions grouped by meaning."""
     from agent.report.text import lines
     from agent.state import StateUnavailable
+
+    if forget_before is not None:
+        try:
+            deleted = asyncio.run(forget(forget_before))
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except StateUnavailable as exc:
+            typer.echo(f"error: the state store is unavailable: {exc}", err=True)
+            raise typer.Exit(1) from None
+        typer.echo("forgot " + ", ".join(f"{n} {table}" for table, n in deleted.items()))
+        return
 
     try:
         report = asyncio.run(make_report(since))
