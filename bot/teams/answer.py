@@ -13,13 +13,16 @@ could not be delivered either)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
 
+from bot.escalation import escalation_target
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.teams.connector import unreachable
+from bot.teams.escalation_cards import escalate_button
 from bot.teams.escape import teams_text
 from bot.teams.incoming import Incoming
 from bot.teams.private import PrivateSend
@@ -60,6 +63,7 @@ class TeamsReply:
         self.renderer = PostReply(self.private) if self.private else make_reply(bot, ctx, incoming)
         self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
         self._started = False
+        self.escalate_from: Incoming | None = None  # "Ask a person" on an unanswerable answer, asked here
         self.undelivered = False  # the connector was unreachable: the answer never reached Teams
 
     async def progress(self, step: str) -> None:
@@ -75,6 +79,11 @@ class TeamsReply:
     async def finish(self, delivery: Delivery) -> str | None:
         rendered = answer_activity(delivery.result, notice=delivery.notice, feedback=delivery.feedback,
                                    sources_heading=self.bot.text("teams_sources"))
+        asked = self.escalate_from
+        if asked is not None and delivery.result.unanswerable:  # in the answer's own message: no extra call
+            rendered.activity.add_attachments(escalate_button(
+                self.bot.prompts, answer_id=delivery.answer_id, asker=asked.user_id, question=asked.text,
+                attempt=delivery.result.answer))
         try:
             return await self.renderer.finish(rendered.activity)
         except Exception as exc:
@@ -101,6 +110,9 @@ async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
     text, asked = asked_privately(incoming.text, bot.settings.private_word)
     private = not incoming.personal and (asked or bot.settings.answer_mode_for(incoming.place) == "private")
     reply = TeamsReply(bot, ctx, incoming, private=private)
+    target = escalation_target(bot.settings, "teams")
+    if not private and target is not None and target[0] == "teams":
+        reply.escalate_from = replace(incoming, text=text)
     files = incoming.files
     delivery = await bot.runner.run(TurnIncoming(
         surface="teams", text=text, thread_id=incoming.conversation_id, user_id=incoming.user_id, private=private,

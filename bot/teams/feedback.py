@@ -4,7 +4,8 @@ Slack's buttons, with surface `teams`.
 Teams sends only the rated message's id (`replyToId`), unique within its conversation: the
 answer is found by conversation + message id among what this process remembers of its recent
 answers (after a restart: rating only). What the person typed in the feedback form
-(`feedback`: JSON with `feedbackText`) is stored as the record's comment.
+(`feedback`: JSON with `feedbackText`) is stored as the record's comment. With an escalation
+conversation set, a 👎 is answered with thanks and "Ask a person" (bot/teams/escalation.py).
 """
 
 import json
@@ -12,6 +13,8 @@ import logging
 
 from microsoft_teams.api import MessageSubmitActionInvokeActivity
 from microsoft_teams.apps import ActivityContext
+
+from bot.teams.escalation import teams_target, thanks_message
 
 log = logging.getLogger("askdesk.teams")
 
@@ -29,6 +32,16 @@ def register(bot) -> None:
                 comment=feedback_text(activity.value.action_value.feedback))
         except Exception as exc:  # the user's click must not fail; the log says why it was lost
             log.error("teams: feedback not stored: %s", type(exc).__name__)
+        if activity.value.action_value.reaction != "like" and teams_target(bot):
+            bot.spawn(_thanks(ctx, thanks_message(bot, asker=activity.from_.id, message_id=activity.reply_to_id)))
+
+
+async def _thanks(ctx: ActivityContext, message) -> None:
+    """After a 👎: thanks, with "Ask a person" (bot/teams/escalation.py); never raises."""
+    try:
+        await ctx.send(message)
+    except Exception as exc:
+        log.info("teams: feedback thanks not sent (%s)", type(exc).__name__)
 
 
 def feedback_text(raw: str | None, limit: int = 2000) -> str | None:

@@ -16,7 +16,9 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
+from bot.teams import escalation
 from bot.teams.connector import unreachable
+from bot.teams.escalation_cards import action_of
 from bot.teams.incoming import Incoming, parse
 from bot.teams.report_card import report_message, wants_report
 
@@ -36,6 +38,10 @@ def register(bot) -> None:
             return
         if not await bot.dedupe.claim(activity_key(incoming)):
             log.info("teams: duplicate delivery of activity %s ignored", incoming.activity_id)
+            return
+        button = action_of(ctx.activity.value)
+        if button is not None:  # a press of an askdesk card button (no text, no mention)
+            bot.spawn(_settled(bot, incoming, escalation.pressed(bot, ctx, *button)))
             return
         if not incoming.personal and not incoming.mentioned and not incoming.text:
             return
@@ -74,7 +80,16 @@ async def handle(bot, ctx, incoming: Incoming) -> None:
     await bot.dedupe.settle(activity_key(incoming))
 
 
+async def _settled(bot, incoming: Incoming, work) -> None:
+    try:
+        await work
+    finally:
+        await bot.dedupe.settle(activity_key(incoming))
+
+
 async def _handle(bot, ctx, incoming: Incoming) -> None:
+    if await escalation.relay_reply(bot, ctx, incoming):  # a person answering a passed-on question
+        return
     if not await _addressed(bot, incoming):
         return
     if not incoming.text and not incoming.files:  # files alone are a question about them

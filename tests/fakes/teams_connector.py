@@ -10,7 +10,8 @@ can be scripted to fail (e.g. 403 "streaming not allowed" for typing chunks in a
 Activity ids are unique within a conversation only (as Teams promises): `ids_per_conversation`
 numbers each conversation's messages from 1, so two conversations' answers share an id.
 A targeted message (`?isTargetedActivity=true`) is kept as visible to its recipient only;
-`POST /v3/conversations` creates a conversation (a personal chat with a user); `add_file`
+`POST /v3/conversations` creates a conversation (a personal chat with a user, or with `isGroup`
+and `channelData.channel` a new reply chain in that channel, `19:…;messageid=ROOT`); `add_file`
 hosts a file at a pre-authorised download URL, as Teams' `file.download.info` gives one.
 """
 
@@ -187,12 +188,16 @@ class FakeTeamsConnector:
 
     async def _create_conversation(self, request: web.Request) -> web.Response:
         body = await request.json()
-        conversation = f"a:created-{len(self.created) + 1}"
+        channel = ((body.get("channelData") or {}).get("channel") or {}).get("id") if body.get("isGroup") else None
+        root = f"bot-{next(self._next_ids(channel))}" if channel else None
+        conversation = f"{channel};messageid={root}" if channel else f"a:created-{len(self.created) + 1}"
         scripted = self._record(Call("CREATE", conversation, None, body))
         if scripted is not None:
             return scripted
         self.created.append({"id": conversation, **body})
-        return web.json_response({"id": conversation}, status=201)
+        if root and (body.get("activity") or {}).get("type") == "message":  # a new reply chain's first message
+            self._show(root, conversation, body["activity"])
+        return web.json_response({"id": conversation, **({"activityId": root} if root else {})}, status=201)
 
     async def _download(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file"]
@@ -294,6 +299,17 @@ def message_activity(service_url: str, text: str, *, conversation: dict[str, Any
     if from_bot:
         activity["from"] = {"id": "28:another-bot", "name": "Other bot", "role": "bot"}
     activity.update(extra)
+    return activity
+
+
+def card_submit(service_url: str, data: dict[str, Any], *, conversation: dict[str, Any] | None = None,
+                user: str = "29:user-ada", user_name: str = "Ada", reply_to_id: str | None = None) -> dict[str, Any]:
+    """An Adaptive Card `Action.Submit` press: a message activity with the button's data as `value`, no text."""
+    activity = message_activity(service_url, "", conversation=conversation, user=user, user_name=user_name)
+    del activity["text"]
+    activity["value"] = data
+    if reply_to_id:
+        activity["replyToId"] = reply_to_id
     return activity
 
 

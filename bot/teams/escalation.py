@@ -1,0 +1,198 @@
+""""Ask a person" on Teams: the question goes to the escalation conversation, the first person's
+reply there comes back to the asker, and "Save as answer" makes it a learned answer (as on
+Slack, bot/slack/escalation.py).
+
+Pressing "Ask a person" posts a card into the escalation conversation: a channel
+(`19:…@thread.tacv2`) gets a new reply chain (Bot Connector `POST /v3/conversations` with
+`isGroup` and the channel in `channelData`; the chain's id, `19:…;messageid=ROOT`, is the
+escalation's thread), a group chat gets a message (its id is the thread: a reply there is one
+that quotes it, `replyToId`). The escalation is saved before it is posted: when the conversation
+is missing or askdesk is not in it (an HTTP 403/404), the asker gets a clear note and the question
+is still kept. A person's first message in that thread is relayed to the asker, attributed, once
+across replicas (`answer_escalation`); a relay that cannot reach the asker's conversation any
+more is one log line. Channel messages reach a bot only when they @mention it, unless the app
+has the resource-specific permission `ChannelMessage.Read.Group` (docs/teams.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from microsoft_teams.api import MessageActivityInput
+from microsoft_teams.api.clients.conversation import CreateConversationParams
+
+from agent.state.base import Escalation, utcnow
+from bot.escalation import escalation_channels, escalation_target
+from bot.teams.answer import note
+from bot.teams.escalation_cards import SAVE_ANSWER, escalate_button, escalation_card, save_button
+from bot.teams.escape import teams_text
+from bot.teams.incoming import Incoming
+from bot.teams.private import _tenant
+from bot.turn import new_id
+
+if TYPE_CHECKING:
+    from bot.teams.app import TeamsBot
+
+log = logging.getLogger("askdesk.teams")
+
+ESCALATED_TTL_S = 90 * 24 * 3600  # one escalation per answer, for as long as anyone still clicks
+
+
+def teams_target(bot: "TeamsBot") -> str | None:
+    """The Teams conversation a Teams question is passed to; None: off (or on another surface)."""
+    target = escalation_target(bot.settings, "teams")
+    return target[1] if target and target[0] == "teams" else None
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code}"
+    return type(exc).__name__
+
+
+def thanks_message(bot: "TeamsBot", *, asker: str, message_id: str | None) -> MessageActivityInput:
+    """The reply to a 👎: thanks, and "Ask a person" when an escalation conversation is set."""
+    message = MessageActivityInput(text=teams_text(bot.runner.prompts.render("feedback_thanks")))
+    if teams_target(bot):
+        message.add_attachments(escalate_button(bot.prompts, answer_id=None, asker=asker, message_id=message_id))
+    return message
+
+
+async def _from_memory(bot: "TeamsBot", conversation: str) -> tuple[str | None, str]:
+    """(question, attempt): the last answered question in the conversation's memory."""
+    try:
+        messages = (await bot.askdesk.state.load("teams", conversation)).messages
+    except Exception as exc:
+        log.warning("teams: the conversation to escalate could not be read (%s)", type(exc).__name__)
+        return None, ""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            asked = next((m.content for m in reversed(messages[:i]) if m.role == "user"), None)
+            return asked, messages[i].content
+    return None, ""
+
+
+async def post_card(api: Any, target: str, activity: MessageActivityInput, tenant: str) -> str:
+    """Post into `target`: a channel gets a new reply chain (returns its conversation id), a chat
+    a message (returns its activity id)."""
+    if target.endswith(("@thread.tacv2", "@thread.skype")) and ";messageid=" not in target:
+        created = await api.conversations.create(CreateConversationParams(
+            isGroup=True, activity=activity, tenant_id=tenant or None,
+            channel_data={"channel": {"id": target}, **({"tenant": {"id": tenant}} if tenant else {})}))
+        if ";messageid=" not in created.id and created.activity_id:
+            return f"{target};messageid={created.activity_id}"
+        return created.id
+    return (await api.conversations.create_activity(target, activity)).id
+
+
+async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
+    activity = ctx.activity
+    conversation = activity.conversation.id
+    target = teams_target(bot)
+    if target is None:
+        return
+    prompts, state = bot.prompts, bot.runner.state
+    key = data.get("a") or data.get("m") or activity.reply_to_id or activity.id
+    if not await bot.runner.deliveries.first_time(f"escalate:{conversation}:{key}", ttl_s=ESCALATED_TTL_S):
+        await note(ctx, prompts.text("escalation_already"))
+        return
+    question, attempt = data.get("q"), str(data.get("t") or "")
+    if not question:
+        question, attempt = await _from_memory(bot, conversation)
+    if not question:
+        await note(ctx, prompts.text("escalation_no_question"))
+        return
+    records = bot.runner.records
+    record = await (records.get(data["a"]) if data.get("a") else records.by_message(conversation, data.get("m")))
+    escalation = Escalation(
+        id=new_id(), surface="teams", asker=str(data.get("u") or activity.from_.id), conversation=conversation,
+        question=str(question), attempt=attempt, sources=list(record.sources) if record else [],
+        target_surface="teams", target_channel=target)
+    await state.save_escalation(escalation)  # kept whatever happens to the post
+    card = MessageActivityInput(text=teams_text(prompts.text("escalation_heading", asker=activity.from_.name or
+                                                             escalation.asker)))
+    card.add_attachments(escalation_card(escalation, prompts, activity.from_.name or escalation.asker))
+    try:
+        escalation.target_thread = await post_card(ctx.api, target, card, _tenant(ctx))
+    except Exception as exc:
+        log.warning("teams: escalation %s not posted to %s (%s); it is kept", escalation.id, target, describe(exc))
+        await note(ctx, prompts.text("escalation_failed"))
+        return
+    await state.save_escalation(escalation)
+    await note(ctx, prompts.text("escalation_passed_on"))
+
+
+async def relay_reply(bot: "TeamsBot", ctx: Any, incoming: Incoming) -> bool:
+    """A person's message in an escalation thread: relayed to the asker if it is the first one.
+    False: not one (the message is handled as usual)."""
+    if incoming.personal or incoming.from_bot or incoming.place not in escalation_channels(bot.settings):
+        return False
+    chain = ";messageid=" in incoming.conversation_id
+    thread = incoming.conversation_id if chain else ctx.activity.reply_to_id
+    if not thread:
+        return False
+    state = bot.runner.state
+    escalation = await state.escalation_in_thread(incoming.place, thread)
+    if escalation is None:
+        return False
+    if escalation.status != "open" or not incoming.text:
+        return True
+    answered = await state.answer_escalation(escalation.id, expert_id=incoming.user_id,
+                                             expert_name=incoming.user_name, text=incoming.text)
+    if answered is not None:
+        await deliver_reply(bot, ctx.api, answered)
+    return True
+
+
+async def deliver_reply(bot: "TeamsBot", api: Any, e: Escalation) -> None:
+    """Post the expert's reply in the asker's conversation, attributed, then offer "Save as answer"
+    in the escalation thread. Never raises: a gone conversation is one log line."""
+    prompts = bot.prompts
+    heading = prompts.text("escalation_relayed", expert=e.expert_name or e.expert_id or "?")
+    try:
+        await api.conversations.create_activity(e.conversation, MessageActivityInput(
+            text=f"**{teams_text(heading)}**\n\n{teams_text(e.expert_answer or '')}"))
+    except Exception as exc:
+        log.warning("teams: the reply to escalation %s could not be relayed to the asker (%s)", e.id, describe(exc))
+        return
+    where = e.target_thread if ";messageid=" in (e.target_thread or "") else e.target_channel
+    offer = MessageActivityInput(text=teams_text(prompts.text("escalation_relay_done")))
+    offer.add_attachments(save_button(prompts, e.id))
+    try:
+        await api.conversations.create_activity(where, offer)
+    except Exception as exc:
+        log.warning("teams: escalation %s: no \"Save as answer\" offered (%s)", e.id, describe(exc))
+
+
+async def save_answer(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
+    """Keep the expert's reply as a learned answer (once), and say so in the thread."""
+    prompts, state = bot.prompts, bot.runner.state
+    escalation = await state.escalation(str(data.get("e") or ""))
+    if escalation is None or not escalation.expert_answer:
+        return
+    if escalation.saved_as or not await bot.runner.deliveries.first_time(f"learned:{escalation.id}",
+                                                                         ttl_s=ESCALATED_TTL_S):
+        await note(ctx, prompts.text("learned_already", name=escalation.saved_as or "…"))
+        return
+    try:
+        name = await bot.askdesk.save_learned(
+            key=escalation.id, question=escalation.question, answer=escalation.expert_answer,
+            expert=escalation.expert_name or escalation.expert_id or ctx.activity.from_.id,
+            when=escalation.answered_at or utcnow())
+    except Exception as exc:
+        log.error("teams: saving escalation %s as an answer failed: %s", escalation.id, type(exc).__name__)
+        await note(ctx, prompts.text("learned_failed"))
+        return
+    escalation.saved_as = name
+    await state.save_escalation(escalation)
+    await note(ctx, prompts.text("learned_saved", name=name))
+
+
+async def pressed(bot: "TeamsBot", ctx: Any, action: str, data: dict[str, Any]) -> None:
+    """An askdesk button's press (bot/teams/escalation_cards.py)."""
+    if action == SAVE_ANSWER:
+        await save_answer(bot, ctx, data)
+    else:
+        await ask_a_person(bot, ctx, data)
