@@ -3,7 +3,8 @@
 follow-ups without a new mention from the person who asked there (a group chat has no
 reply chains, so there every question needs the mention). A channel or group chat whose answer mode
 is `mentions` or `private` (ASKDESK_CHANNEL_ANSWER_MODES) answers mentions only. Bots (this one included) are ignored, and an activity id is answered
-once however often Teams delivers it.
+once however often Teams delivers it. A press of an askdesk card button (a message with a `value`
+and no text) and a person's reply in an escalation thread go to bot/teams/escalation.py.
 
 The handler only decides and acknowledges; the turn runs in the background (bot.spawn),
 so the HTTP response never waits on the agent.
