@@ -16,6 +16,7 @@ from tests.fakes.teams_connector import (
     card_submit,
     channel_conversation,
     feedback_invoke,
+    group_conversation,
     message_activity,
     personal_conversation,
 )
@@ -106,9 +107,9 @@ async def test_unanswerable_ask_a_person_relay_save_and_cite(make_bot, connector
 
         # the next question finds and cites it
         llm.script(AGENT, final("Yes, a listed grandparent may [1].", learned.name))
-        again = personal_conversation("29:user-bea")
+        again = channel_conversation("1700010000009")
         await teams.say("who may pick up my child from child care? can a grandparent?", conversation=again,
-                        user="29:user-bea")
+                        user="29:user-bea", mention=True)
         await teams.bot.drain()
         assert "Answered by Ada Lovelace" in llm.requests_for(AGENT)[-1].text
         [cited] = connector.sent_messages(again["id"])
@@ -136,6 +137,31 @@ async def test_thumbs_down_offers_ask_a_person_and_passes_the_question_on(make_b
     [escalation] = await escalations(teams.bot.askdesk)
     assert escalation.question == QUESTION and "could not find who may pick up" in escalation.attempt
     assert escalation.sources == [KB_DOC] and escalation.target_thread
+
+
+async def test_personal_chat_to_a_group_chat(make_bot, connector, llm):
+    """A streamed answer carries the button in its final message; a group chat has no reply chains:
+    the question is one message there, and a reply is a message quoting it."""
+    chat = group_conversation("19:experts-0001@thread.v2")
+    teams = await make_bot(escalation_channel=chat["id"])
+    asked = personal_conversation("29:user-dee")
+    llm.script(AGENT, UNSURE)
+    await teams.say(QUESTION, conversation=asked, user="29:user-dee")
+    await teams.bot.drain()
+    [answer] = connector.sent_messages(asked["id"])
+    [ask] = actions(answer)
+    assert "Ask a person" in ask["title"] and connector.calls_in(asked["id"])[-1].stream_type == "final"
+    await press(teams, ask["data"], asked, user="29:user-dee")
+    [post] = connector.sent_messages(chat["id"])
+    [escalation] = await escalations(teams.bot.askdesk)
+    assert escalation.target_thread == post["id"] and QUESTION in str(post["attachments"])
+    await teams.say("unrelated chatter", conversation=chat, user="29:user-expert")  # not a reply to it
+    await teams.say(EXPERT_ANSWER, conversation=chat, user="29:user-expert", user_name="Ada Lovelace",
+                    replyToId=post["id"])
+    await teams.bot.drain()
+    relayed = connector.sent_messages(asked["id"])[-1]
+    assert "Ada Lovelace answered" in relayed["text"] and "grandparents included" in relayed["text"]
+    assert "Save as answer" in str(connector.sent_messages(chat["id"])[-1]["attachments"])
 
 
 async def test_without_an_escalation_channel_no_button_is_offered(make_bot, connector, llm):
