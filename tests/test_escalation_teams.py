@@ -73,12 +73,13 @@ async def test_unanswerable_ask_a_person_relay_save_and_cite(make_bot, connector
     assert created["channelData"]["channel"]["id"] == ESC
     [post] = connector.sent_messages(created["id"])
     card = str(post["attachments"])
+    assert "Ada asked a question askdesk could not answer well" in post["text"]
     assert QUESTION in card and "couldn't find this in the documents" in card and "teams.microsoft.com/l/message" in card
     [escalation] = await escalations(askdesk)
     assert (escalation.surface, escalation.conversation, escalation.question, escalation.target_thread) == (
         "teams", asked["id"], QUESTION, created["id"])
     assert "passed your question on" in connector.sent_messages(asked["id"])[-1]["text"]
-    await press(teams, ask["data"], asked)  # a second press does not post it twice
+    await press(teams, ask["data"], asked, reply_to_id=answer["id"])  # a second press does not post it twice
     assert len([c for c in connector.created if c.get("isGroup")]) == 1
     assert "already been passed on" in connector.sent_messages(asked["id"])[-1]["text"]
 

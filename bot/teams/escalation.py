@@ -94,7 +94,7 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     if target is None:
         return
     prompts, state = bot.prompts, bot.runner.state
-    key = data.get("a") or data.get("m") or activity.reply_to_id or activity.id
+    key = data.get("m") or activity.reply_to_id or data.get("a") or activity.id  # the answer's message: one per answer
     if not await bot.runner.deliveries.first_time(f"escalate:{conversation}:{key}", ttl_s=ESCALATED_TTL_S):
         await note(ctx, prompts.text("escalation_already"))
         return
@@ -111,9 +111,9 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
         question=str(question), attempt=attempt, sources=list(record.sources) if record else [],
         target_surface="teams", target_channel=target)
     await state.save_escalation(escalation)  # kept whatever happens to the post
-    card = MessageActivityInput(text=teams_text(prompts.text("escalation_heading", asker=activity.from_.name or
-                                                             escalation.asker)))
-    card.add_attachments(escalation_card(escalation, prompts, activity.from_.name or escalation.asker))
+    asker = activity.from_.name or escalation.asker
+    card = MessageActivityInput(text=f"**{teams_text(prompts.text('escalation_heading', asker=asker))}**")
+    card.add_attachments(escalation_card(escalation, prompts))
     try:
         escalation.target_thread = await post_card(ctx.api, target, card, _tenant(ctx))
     except Exception as exc:

@@ -62,10 +62,10 @@ def deep_link(conversation: str) -> str | None:
     return f"https://teams.microsoft.com/l/message/{quote(channel, safe='')}/{quote(root, safe='')}"
 
 
-def escalation_card(e: Escalation, prompts: Any, asker_name: str) -> Attachment:
-    """The question, askdesk's attempt, its sources and where it was asked."""
+def escalation_card(e: Escalation, prompts: Any) -> Attachment:
+    """The question, askdesk's attempt, its sources and where it was asked (the message's text
+    above it says who asked)."""
     body: list[Any] = [
-        TextBlock(text=teams_text(prompts.text("escalation_heading", asker=asker_name)), wrap=True, weight="Bolder"),
         TextBlock(text=f"**{teams_text(prompts.text('escalation_question'))}**", wrap=True),
         TextBlock(text=teams_text(e.question), wrap=True, spacing="None"),
     ]
