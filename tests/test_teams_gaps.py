@@ -112,5 +112,7 @@ async def test_feedback_with_the_same_message_id_in_two_conversations(make_bot, 
     rows = {row.thread: row for row in await teams.bot.askdesk.state.recent_feedback()}
     assert (rows[first["id"]].rating, rows[first["id"]].sources) == ("up", [KB_DOC])
     assert rows[first["id"]].question == "who is eligible by income?"
-    assert (rows[second["id"]].rating, rows[second["id"]].sources) == ("down", [])
+    # the uncited answer to an off-document question is marked unanswerable: it shows the closest sources
+    assert rows[second["id"]].rating == "down" and len(rows[second["id"]].sources) <= 3
+    assert rows[second["id"]].answer_id != rows[first["id"]].answer_id
     assert rows[second["id"]].question == "what are the office hours?"
