@@ -24,6 +24,8 @@ from agent.store.readers import Readers
 if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
 
+IDLE_POLL_SECONDS = 0.001  # how often background work looks whether the searches have ended
+
 
 @dataclass
 class Runtime:
@@ -74,6 +76,13 @@ class Runtime:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+    async def idle(self) -> None:
+        """Questions first: background work (a statistics scan) calls this between two short
+        slices; it lets whatever is waiting run and returns once no search is in flight."""
+        await asyncio.sleep(0)
+        while self.readers.busy:
+            await asyncio.sleep(IDLE_POLL_SECONDS)
 
     async def close(self) -> None:
         for task in list(self._background):

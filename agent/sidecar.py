@@ -1,6 +1,6 @@
 """Files a process keeps beside the store about a collection (its statistics, a registry's
-places): one JSON file per store, collection and kind under `<data dir>/statistics/`, private
-(0600) and written atomically (a reader sees the old file or the new one, never half)."""
+places): one file per store, collection and kind under `<data dir>/statistics/`, private (0600);
+the JSON ones are written atomically (a reader sees the old file or the new one, never half)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from agent.runtime import Runtime
 
 
-def path(runtime: "Runtime", collection: str, kind: str) -> Path:
+def path(runtime: "Runtime", collection: str, kind: str, ext: str = "json") -> Path:
     """The embedded store and a Qdrant server at a URL are different stores: different files."""
     settings = runtime.settings
     store = "edge" if not settings.qdrant_url else "server-" + _slug(settings.qdrant_url)
-    return Path(settings.data_dir) / "statistics" / f"{store}--{_slug(collection)}.{kind}.json"
+    return Path(settings.data_dir) / "statistics" / f"{store}--{_slug(collection)}.{kind}.{ext}"
 
 
 def _slug(text: str) -> str:

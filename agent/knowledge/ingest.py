@@ -262,9 +262,11 @@ async def ingest(
     await versions.recover(runtime, name, await collection_metadata(runtime, name))
     metadata = await collection_metadata(runtime, name)
     states = await file_states(runtime, name, metadata)
-    # the statistics, updated by what this ingest changes (None: rebuilt by a scan at the end)
-    stats = statistics.load(runtime, name) if states else statistics.Statistics()
-    if stats is not None and stats.content_version != (metadata or {}).get(calibration.CONTENT_KEY):
+    # what this ingest changes in the statistics (None: they do not describe the collection as it
+    # is, and are rebuilt by a scan at the end)
+    saved = statistics.open_saved(runtime, name) if states else None
+    stats: statistics.Statistics | None = statistics.Statistics()
+    if states and (saved is None or saved.content_version != (metadata or {}).get(calibration.CONTENT_KEY)):
         stats = None
     work = []
     for doc, chunks in planned:
@@ -323,7 +325,7 @@ async def ingest(
         version = await calibration.mark_changed(runtime, name)
         if stats is not None:
             stats.content_version = version
-            statistics.save(runtime, name, stats)
+            await (statistics.apply if states else statistics.save)(runtime, name, stats)
     if stats is None or report.updated or report.pruned:
         from agent.knowledge.vocabulary import forget_vocabulary
 

@@ -1,11 +1,12 @@
 """What a knowledge base says about itself: its index terms and how many chunks hold each.
 
 Read from the statistics an ingest stored with the collection (agent/knowledge/statistics.py),
-in time proportional to their size, once per process and collection; a later ingest by another
-process is noticed by a content-version check every CHECK_SECONDS and read in the background
-while questions keep the previous vocabulary. The off-topic check uses it to tell a message
-written in the documents' own words ("PEIMS #s?", "probation B?") from one that merely shares
-a few common words with them.
+looked up a term at a time, so opening them costs the same at any size; a later ingest by
+another process is noticed by a content-version check every CHECK_SECONDS and swapped in by a
+background task while questions keep the previous vocabulary (the task rebuilds them by a scan
+only when no process saved them for that version). The off-topic check uses it to tell a
+message written in the documents' own words ("PEIMS #s?", "probation B?") from one that merely
+shares a few common words with them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import logging
 import re
 import time
 from collections import Counter
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.knowledge import statistics
 from agent.knowledge.sparse import tokens
@@ -23,6 +26,9 @@ from agent.knowledge.sparse import tokens
 log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 5.0  # how often a process compares its vocabulary with the collection's version
+# how long a refresh waits for the ingesting process to save the statistics of the version it
+# wrote (it writes the version first) before it rebuilds them by a scan
+SAVED_WAIT_SECONDS = 10.0
 # Codes and acronyms as written in a message: two capitals ("TRS", "PSoC", "KinderConnect") or
 # letters mixed with digits ("BCY25", "TX3C"); a KB term written like this is the domain's own.
 _CODE = re.compile(r"(?<![\w])(?=[\w-]*[A-Z][\w-]*[A-Z]|[\w-]*[A-Za-z][\w-]*\d|[\w-]*\d[\w-]*[A-Za-z])[\w-]{3,}(?![\w])")
@@ -30,11 +36,13 @@ _CODE = re.compile(r"(?<![\w])(?=[\w-]*[A-Z][\w-]*[A-Z]|[\w-]*[A-Za-z][\w-]*\d|[
 
 @dataclass
 class Vocabulary:
-    df: Counter = field(default_factory=Counter)  # term -> chunks containing it
+    """A Counter or a set in tests; the saved statistics' `Counts`, read a term at a time, in use."""
+
+    df: Mapping[str, int] = field(default_factory=Counter)  # term -> chunks containing it
     chunks: int = 0
     langs: Counter = field(default_factory=Counter)  # language -> chunks written in it
-    headings: set = field(default_factory=set)  # terms of the documents' titles and headings
-    titles: Counter = field(default_factory=Counter)  # document title -> chunks (what the KB is about)
+    headings: Container[str] = field(default_factory=set)  # terms of the documents' titles and headings
+    titles: Any = field(default_factory=Counter)  # document title -> chunks (`most_common`: what the KB is about)
 
     def languages(self, min_share: float = 0.10) -> set[str]:
         """Languages most of the documents are written in: a question in another language (or in
@@ -58,7 +66,7 @@ class Vocabulary:
         # identifiers the documents do not know (a case or reference number) are not vocabulary
         for word in _CODE.findall(text):
             terms -= {t for t in tokens(word) if not self.knows(t)}
-        return bool(terms) and terms <= self.headings
+        return bool(terms) and all(t in self.headings for t in terms)
 
     def codes(self, text: str) -> list[str]:
         """Codes/acronyms of the message that the knowledge base uses too."""
@@ -68,11 +76,11 @@ class Vocabulary:
                 found.append(word)
         return found
 
-
     @classmethod
-    def of(cls, stats: statistics.Statistics) -> "Vocabulary":
-        return cls(df=stats.df, chunks=stats.chunks, langs=stats.langs, headings=set(stats.headings),
-                   titles=stats.titles)
+    def of(cls, saved: statistics.Stored | None) -> "Vocabulary":
+        if saved is None:  # no collection yet
+            return cls()
+        return cls(df=saved.df, chunks=saved.chunks, langs=saved.langs, headings=saved.headings, titles=saved.titles)
 
 
 @dataclass
@@ -93,22 +101,39 @@ async def _first(runtime, collection: str) -> _Loaded:
     while the current one is read in the background); a collection with none yet (ingested by
     an older build) is scanned once and its statistics saved."""
     version = await _version(runtime, collection)
-    stats = statistics.load(runtime, collection)
-    if stats is None:
-        stats = await statistics.build(runtime, collection)
-    loaded = _Loaded(Vocabulary.of(stats), stats.content_version, time.monotonic())
-    if stats.content_version != version:
+    saved = statistics.open_saved(runtime, collection)
+    if saved is None:
+        await statistics.build(runtime, collection)
+        saved = statistics.open_saved(runtime, collection)
+    described = saved.content_version if saved is not None else version
+    loaded = _Loaded(Vocabulary.of(saved), described, time.monotonic())
+    if described != version:
         loaded.refresh = runtime.spawn(_refresh(runtime, collection, loaded, version))
     return loaded
 
 
+async def _saved(runtime, collection: str, version: str | None) -> statistics.Stored | None:
+    """The saved statistics of `version`, waiting up to SAVED_WAIT_SECONDS for the process that
+    wrote that version to save them; None if it does not."""
+    deadline = time.monotonic() + SAVED_WAIT_SECONDS
+    while True:
+        saved = statistics.open_saved(runtime, collection)
+        if saved is not None and saved.content_version == version:
+            return saved
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(min(0.5, SAVED_WAIT_SECONDS))
+
+
 async def _refresh(runtime, collection: str, loaded: _Loaded, version: str | None) -> None:
-    """Read (or, when no process saved them, build) the statistics of `version`, then swap."""
+    """Open (or, when no process saved them, build) the statistics of `version`, then swap."""
     try:
-        stats = statistics.load(runtime, collection)
-        if stats is None or stats.content_version != version:
-            stats = await statistics.build(runtime, collection)
-        loaded.vocabulary, loaded.version = Vocabulary.of(stats), stats.content_version
+        saved = await _saved(runtime, collection, version)
+        if saved is None:
+            await statistics.build(runtime, collection)
+            saved = statistics.open_saved(runtime, collection)
+        if saved is not None:
+            loaded.vocabulary, loaded.version = Vocabulary.of(saved), saved.content_version
     except Exception as exc:  # the store is down: keep the previous vocabulary, try again later
         log.warning("knowledge-base statistics not refreshed: %s", type(exc).__name__)
 

@@ -38,6 +38,11 @@ class Readers:
             if not self._active[generation]:
                 del self._active[generation]
 
+    @property
+    def busy(self) -> bool:
+        """A search is in flight (background work waits: `Runtime.idle`)."""
+        return bool(self._active)
+
     async def advance(self, timeout: float = DRAIN_TIMEOUT) -> None:
         """The record just changed: wait until no search that may have read the old one runs."""
         self.generation += 1
