@@ -166,6 +166,7 @@ async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tm
 async def test_a_registrys_places_are_saved_at_ingest_and_read_without_scanning_the_records(tmp_path, monkeypatch):
     from agent.registry.declaration import load_declaration
     from agent.registry.loader import registries_dir
+    from agent.registry.places import KnownPlaces
     from agent.registry.registry import Registry
     from tests.knowledge_fixtures import ingest_demo_registry, registry_subset
 
@@ -186,9 +187,33 @@ async def test_a_registrys_places_are_saved_at_ingest_and_read_without_scanning_
         assert "austin" in " ".join(places.known.get("city")).lower()
         monkeypatch.undo()
 
-        # a new version of the registry (another ingest): the saved places are read anew
+        # more rows, then one record moved to another city: the places follow by what changed
+        # (the ingest reads the records once, for its difference, never again for their places)
         houston = registry_subset(tmp_path / "houston.csv", lambda r: r["city"] == "HOUSTON")
+        moved = registry_subset(tmp_path / "moved.csv", lambda r: r["city"] == "HOUSTON")
+        rows = moved.read_text().splitlines()
+        rows[1] = rows[1].replace("HOUSTON", "KATY")
+        moved.write_text("\n".join(rows) + "\n")
+        reads: list[list[str]] = []
+
+        async def whole_reads(collection, *args, **kwargs):
+            if kwargs.get("scroll_filter") is None:
+                reads.append(list(kwargs.get("with_payload") or []))
+            return await scroll(collection, *args, **kwargs)
+
+        monkeypatch.setattr(rt.store, "scroll", whole_reads)
         await Registry(declaration, rt).ingest(houston)
-        again = Registry(declaration, rt)
-        cities = " ".join((await again.places()).known.get("city")).lower()
-        assert "houston" in cities
+        await Registry(declaration, rt).ingest(moved)  # same source: the row is updated
+        monkeypatch.undo()
+        assert reads and all("content_hash" in fields for fields in reads)
+        known = (await Registry(declaration, rt).places()).known
+        levels = fresh.levels
+        records = [*fresh.schema.parse_file(austin).records, *fresh.schema.parse_file(moved).records]
+        expected = KnownPlaces.from_records(levels, map(levels.located, records))
+        for name in levels.fields:
+            assert known.get(name).keys() == expected.get(name).keys()
+            for key, entry in expected.get(name).items():
+                got = known.get(name)[key]
+                assert (got.records, got.n) == (entry.records, entry.n)
+                assert got.point() == pytest.approx(entry.point())
+        assert "Katy" in known.get("city")["katy"].name

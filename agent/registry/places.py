@@ -2,8 +2,10 @@
 centroids), and what a resolved place is.
 
 Name levels (city, county) are matched by name, the first of them is where an unknown "in X"
-goes; code levels (zip) by their digits. `KnownPlaces` is read from the collection by the
-`Registry` (which caches it); keys are `Keys.norm` forms.
+goes; code levels (zip) by their digits. `KnownPlaces` is counted at ingest from the records
+that changed (a record that leaves takes its places' counts and coordinates away, one that
+enters adds them), saved beside the store and read by the `Registry` (which caches it); keys
+are `Keys.norm` forms.
 """
 
 from __future__ import annotations
@@ -54,13 +56,26 @@ class PlaceLevels:
     codes: tuple[str, ...]  # code levels (zip)
     keys: Keys
     has_geo: bool
+    geo: str | None = None  # the field holding a record's {lat, lon}
 
     @classmethod
     def of(cls, decl: Declaration, keys: Keys) -> "PlaceLevels":
         places = decl.places
         names = tuple(n for n, p in places.items() if p.level != "zip")
         codes = tuple(n for n, p in places.items() if p.level == "zip")
-        return cls(places, names, codes, keys, decl.geo is not None)
+        return cls(places, names, codes, keys, decl.geo is not None, decl.geo[0] if decl.geo else None)
+
+    def stored_fields(self) -> list[str]:
+        """The payload fields a record's places are read from (names raw, codes by their key)."""
+        return [*(self._stored(n) for n in self.fields), *([self.geo] if self.geo else [])]
+
+    def _stored(self, name: str) -> str:
+        return name if name in self.names else self.key_field(name)
+
+    def located(self, record: dict[str, Any]) -> tuple[dict[str, Any], float | None, float | None]:
+        """(place values, lat, lon) of a record or a stored payload."""
+        loc = (record.get(self.geo) or {}) if self.geo else {}
+        return {n: record.get(self._stored(n)) or "" for n in self.fields}, loc.get("lat"), loc.get("lon")
 
     def noun(self, name: str) -> str:
         spec = self.fields[name]
@@ -110,15 +125,26 @@ class KnownPlaces:
                      ) -> "KnownPlaces":
         """From (place values, lat, lon): the raw names, and each code level's stored key."""
         places = cls({name: {} for name in levels.fields})
+        places.count(levels, records)
+        return places
+
+    def count(self, levels: PlaceLevels, records: Iterable[tuple[dict[str, Any], float | None, float | None]],
+              sign: int = 1) -> None:
+        """Add (sign=1) or take away (sign=-1) records given as (place values, lat, lon); a
+        place no record names any more is forgotten."""
         for values, lat, lon in records:
             for name in levels.fields:
                 raw = str(values.get(name) or "")
                 key = raw if name in levels.codes else levels.keys.norm(raw)
                 if not key:
                     continue
+                entries = self.fields.setdefault(name, {})
                 display = key if name in levels.codes else levels.display(name, key)
-                entry = places.fields[name].setdefault(key, Centroid(display))
-                entry.records += 1
+                entry = entries.setdefault(key, Centroid(display))
+                entry.records += sign
                 if lat is not None and lon is not None:
-                    entry.add(lat, lon)
-        return places
+                    entry.lat_sum += sign * lat
+                    entry.lon_sum += sign * lon
+                    entry.n += sign
+                if entry.records <= 0:
+                    del entries[key]

@@ -1,9 +1,10 @@
 """One declared registry over one runtime: ingest, parse, search, claims — and its caches.
 
 The places the parser and the filters need (the registry's own place names and centroids) are
-read from the collection once and kept here, per registry object, not per process: a re-read
-happens when the collection's version (written by every ingest that changed something, in any
-process) differs, checked at most every `CHECK_SECONDS`. The gazetteer is built on first use
+counted at ingest from the records that changed and saved beside the store; they are read once
+and kept here, per registry object, not per process: a re-read happens when the collection's
+version (written by every ingest that changed something, in any process) differs, checked at
+most every `CHECK_SECONDS`. The gazetteer is built on first use
 and may be shared by the registries of one deployment.
 """
 
@@ -116,20 +117,13 @@ class Registry:
         return known
 
     async def _read_places(self) -> KnownPlaces:
-        geo = self.decl.geo[0] if self.decl.geo else None
-        fields = [*(n if n in self.levels.names else self.levels.key_field(n) for n in self.levels.fields),
-                  *([geo] if geo else [])]
+        """All the records' places (a registry ingested by an older build: once, then saved)."""
         records = []
         offset = None
         while True:
             points, offset = await self.runtime.store.scroll(self.collection, limit=4096, offset=offset,
-                                                             with_payload=fields, with_vectors=False)
-            for p in points:
-                payload = p.payload or {}
-                values = {n: payload.get(n if n in self.levels.names else self.levels.key_field(n)) or ""
-                          for n in self.levels.fields}
-                loc = (payload.get(geo) or {}) if geo else {}
-                records.append((values, loc.get("lat"), loc.get("lon")))
+                                                             with_payload=self.levels.stored_fields(), with_vectors=False)
+            records += [self.levels.located(p.payload or {}) for p in points]
             if offset is None:
                 return KnownPlaces.from_records(self.levels, records)
 
@@ -141,10 +135,26 @@ class Registry:
         return await self.ingest_rows(self.schema.parse_file(Path(path)), embedder=embedder)
 
     async def ingest_rows(self, parsed: ParsedRows, *, embedder: "Embedder | None" = None) -> IngestReport:
-        report = await ingest_rows(self.runtime, self.schema, parsed, collection=self.collection, embedder=embedder)
+        report = await ingest_rows(self.runtime, self.schema, parsed, collection=self.collection, embedder=embedder,
+                                   levels=self.levels, known=await self._saved_places())
+        if report.places is not None:  # counted from what changed: saved for every process
+            version = ((await self.runtime.store.collection_metadata(self.collection)) or {}).get(VERSION_KEY)
+            if version is not None:
+                sidecar.save(self.runtime, self.collection, PLACES, {"version": version, "places": report.places.to_json()})
         self.forget_places()
-        await self.places()  # read and saved now, at ingest, not by the next process's first search
+        await self.places()  # ready now, at ingest, not at the next process's first search
         return report
+
+    async def _saved_places(self) -> KnownPlaces | None:
+        """The places saved for the registry as it is now (none before its first ingest), or None."""
+        meta = await self.runtime.store.collection_metadata(self.collection)
+        if meta is None:
+            return KnownPlaces.from_records(self.levels, [])
+        saved = sidecar.load(self.runtime, self.collection, PLACES)
+        version = meta.get(VERSION_KEY)
+        if saved is not None and version is not None and saved.get("version") == version:
+            return KnownPlaces.from_json(saved["places"])
+        return None
 
     async def parse(self, text: str) -> ParsedQuery:
         """The deterministic reading of `text` (see agent/registry/parsing/)."""

@@ -58,15 +58,17 @@ def record_payload(schema: RecordSchema, record: dict[str, Any], *, source: str)
     return payload
 
 
-async def stored_hashes(runtime: "Runtime", name: str, id_field: str) -> dict[str, dict[str, str]]:
-    """point id -> {id, source, content_hash} of every stored record."""
-    out: dict[str, dict[str, str]] = {}
+async def stored_hashes(runtime: "Runtime", name: str, id_field: str,
+                        extra: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """point id -> {id, source, content_hash, the `extra` fields} of every stored record."""
+    out: dict[str, dict[str, Any]] = {}
     offset = None
     while True:
         points, offset = await runtime.store.scroll(
-            name, limit=4096, offset=offset, with_payload=[id_field, "source", "content_hash"], with_vectors=False)
+            name, limit=4096, offset=offset, with_payload=[id_field, "source", "content_hash", *(extra or [])],
+            with_vectors=False)
         for p in points:
-            out[str(p.id)] = {k: str(v) for k, v in (p.payload or {}).items()}
+            out[str(p.id)] = dict(p.payload or {})
         if offset is None:
             return out
 
