@@ -217,3 +217,19 @@ async def test_a_registrys_places_are_saved_at_ingest_and_read_without_scanning_
                 assert (got.records, got.n) == (entry.records, entry.n)
                 assert got.point() == pytest.approx(entry.point())
         assert "Katy" in known.get("city")["katy"].name
+
+        # another host's ingest into a shared server: no places saved here for its version; a
+        # search keeps the previous places while they are read in the background
+        import agent.registry.registry as registry_module
+        from agent.registry.store import mark_changed
+
+        serving = Registry(declaration, rt)
+        before = await serving.places()
+        await mark_changed(rt, serving.collection)
+        monkeypatch.setattr(registry_module, "CHECK_SECONDS", 0.0)
+        assert await serving.places() is before
+        for _ in range(500):
+            if (await serving.places()) is not before:
+                break
+            await asyncio.sleep(0.01)
+        assert (await serving.places()).known.get("city").keys() == known.get("city").keys()

@@ -4,13 +4,16 @@ The places the parser and the filters need (the registry's own place names and c
 counted at ingest from the records that changed and saved beside the store; they are read once
 and kept here, per registry object, not per process: a re-read happens when the collection's
 version (written by every ingest that changed something, in any process) differs, checked at
-most every `CHECK_SECONDS`. The gazetteer is built on first use
-and may be shared by the registries of one deployment.
+most every `CHECK_SECONDS`. When that version's places are not on this machine (another host's
+ingest into a shared server) they are read from the records in the background, and searches
+keep the previous places meanwhile. The gazetteer is built on first use and may be shared by the
+registries of one deployment.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +45,11 @@ if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
     from agent.runtime import Runtime
 
+log = logging.getLogger(__name__)
+
 PLACES = "places"  # the sidecar kind of a registry's saved places
 CHECK_SECONDS = 2.0  # how stale the known places may be after another process's ingest
+READ_PAGE = 512  # records read per store call when places are read from the records (~1 ms of counting)
 
 
 @dataclass
@@ -85,6 +91,7 @@ class Registry:
         self.searcher = Searcher(runtime, decl, self.collection)
         self._places: _Places | None = None
         self._loading = asyncio.Lock()
+        self._reading: asyncio.Task | None = None  # places read in the background
 
     # --- places --------------------------------------------------------------------------
     async def places(self) -> _Places:
@@ -100,32 +107,52 @@ class Registry:
             if cached is not None and cached.version == version and cached.exists == (meta is not None):
                 cached.checked = time.monotonic()
                 return cached
-            known = await self._known_places(version) if meta is not None else KnownPlaces.from_records(self.levels, [])
-            index = PlaceIndex(known, self.levels, self.gazetteer, self.decl.place_aliases, self.spec.filler)
-            self._places = _Places(version, meta is not None, time.monotonic(), known, index)
-            return self._places
+            known = self._saved(version) if meta is not None else KnownPlaces.from_records(self.levels, [])
+            if known is None and cached is not None and cached.exists and meta is not None:
+                # another host changed the registry (a shared server) and this machine has not its
+                # places: they are read in the background while searches keep the previous ones
+                cached.checked = time.monotonic()
+                if self._reading is None or self._reading.done():
+                    self._reading = self.runtime.spawn(self._read_in_background(version))
+                return cached
+            if known is None:  # none saved yet (a registry from an older build): read once
+                known = await self._read_places(version)
+            return self._keep(version, meta is not None, known)
 
-    async def _known_places(self, version: str | None) -> KnownPlaces:
-        """The places saved for this registry version (beside the store: a process reads them in
-        time proportional to their size), else read from the records once and saved."""
+    def _keep(self, version: Any, exists: bool, known: KnownPlaces) -> _Places:
+        index = PlaceIndex(known, self.levels, self.gazetteer, self.decl.place_aliases, self.spec.filler)
+        self._places = _Places(version, exists, time.monotonic(), known, index)
+        return self._places
+
+    def _saved(self, version: str | None) -> KnownPlaces | None:
+        """The places saved for this registry version (read in time proportional to their size)."""
         saved = sidecar.load(self.runtime, self.collection, PLACES)
         if saved is not None and version is not None and saved.get("version") == version:
             return KnownPlaces.from_json(saved["places"])
-        known = await self._read_places()
+        return None
+
+    async def _read_places(self, version: str | None) -> KnownPlaces:
+        """All the records' places, counted a page at a time between searches, saved for `version`."""
+        known = KnownPlaces.from_records(self.levels, [])
+        offset = None
+        while True:
+            points, offset = await self.runtime.store.scroll(self.collection, limit=READ_PAGE, offset=offset,
+                                                             with_payload=self.levels.stored_fields(), with_vectors=False)
+            known.count(self.levels, [self.levels.located(p.payload or {}) for p in points])
+            if offset is None:
+                break
+            await self.runtime.idle()
         if version is not None:
             sidecar.save(self.runtime, self.collection, PLACES, {"version": version, "places": known.to_json()})
         return known
 
-    async def _read_places(self) -> KnownPlaces:
-        """All the records' places (a registry ingested by an older build: once, then saved)."""
-        records = []
-        offset = None
-        while True:
-            points, offset = await self.runtime.store.scroll(self.collection, limit=4096, offset=offset,
-                                                             with_payload=self.levels.stored_fields(), with_vectors=False)
-            records += [self.levels.located(p.payload or {}) for p in points]
-            if offset is None:
-                return KnownPlaces.from_records(self.levels, records)
+    async def _read_in_background(self, version: str | None) -> None:
+        try:
+            known = await self._read_places(version)
+            async with self._loading:
+                self._keep(version, True, known)
+        except Exception as exc:  # the store is down: keep the previous places, try again later
+            log.warning("places of %s not refreshed: %s", self.collection, type(exc).__name__)
 
     def forget_places(self) -> None:
         self._places = None
@@ -148,13 +175,7 @@ class Registry:
     async def _saved_places(self) -> KnownPlaces | None:
         """The places saved for the registry as it is now (none before its first ingest), or None."""
         meta = await self.runtime.store.collection_metadata(self.collection)
-        if meta is None:
-            return KnownPlaces.from_records(self.levels, [])
-        saved = sidecar.load(self.runtime, self.collection, PLACES)
-        version = meta.get(VERSION_KEY)
-        if saved is not None and version is not None and saved.get("version") == version:
-            return KnownPlaces.from_json(saved["places"])
-        return None
+        return KnownPlaces.from_records(self.levels, []) if meta is None else self._saved(meta.get(VERSION_KEY))
 
     async def parse(self, text: str) -> ParsedQuery:
         """The deterministic reading of `text` (see agent/registry/parsing/)."""
