@@ -184,3 +184,45 @@ def test_a_database_that_is_down_at_start_is_one_clear_line_and_exit_code_2(monk
     assert "cannot reach PostgreSQL at 127.0.0.1:" in output and "ASKDESK_DATABASE_URL" in output
     assert ":pw@" not in output
 
+
+
+async def test_the_database_down_mid_turn_still_answers_and_logs_once(kb_runtime, caplog):
+    """Every state call of a turn fails (claims, rate limit, history, records, the report log):
+    the answer is delivered all the same, and the outage is one warning without a traceback."""
+    import logging
+
+    from agent.state import Guarded
+    from agent.state.postgres import PostgresState
+    from agent.turn.service import Askdesk
+    from bot.turn import Incoming, TurnRunner
+
+    class Reply:
+        streams = False
+        delivered: list = []
+
+        async def progress(self, step: str) -> None: ...
+
+        async def text(self, delta: str) -> None: ...
+
+        async def finish(self, delivery) -> str:
+            self.delivered.append(delivery)
+            return "m1"
+
+        async def note(self, text: str) -> None:
+            raise AssertionError(f"a note instead of an answer: {text}")
+
+        async def apologise(self, text: str) -> None: ...
+
+    down = Guarded(PostgresState(f"postgresql://askdesk@127.0.0.1:{free_port()}/gone", timeout=1))
+    service = Askdesk(kb_runtime.settings, kb_runtime, state=down)
+    caplog.set_level(logging.INFO)
+    reply = Reply()
+    runner = TurnRunner(service)
+    for i in range(2):
+        await runner.run(Incoming(surface="teams", text="who is eligible by income?", thread_id=f"t{i}",
+                                  user_id="29:u", claims=(f"teams:activity:t{i}:1",)), reply)
+    await service.close()
+    assert len(reply.delivered) == 2 and all(d.result.answer for d in reply.delivered)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "askdesk.state"]
+    assert len(warnings) == 1 and "unavailable" in warnings[0].getMessage()
+    assert not any(r.exc_info for r in caplog.records)

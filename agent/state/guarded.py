@@ -38,7 +38,7 @@ class Guarded:
                 log.warning("state store (%s) unavailable while %s: %s: %s; answering without it until it is back",
                             self.backend, what, type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
             return fallback
-        if self.down:
+        if self.down and getattr(self.inner, "reached", True):  # a call that never reached it proves nothing
             self.down = False
             log.warning("state store (%s) is back", self.backend)
         return result

@@ -61,6 +61,7 @@ class PostgresState:
         self._presence: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()
         self._sweeper = Sweeper(self._sweep)
+        self.reached = True  # the last statement got through (the guard reports recovery on it)
 
     async def open(self) -> None:
         """Connect, migrate and announce this replica; StateUnavailable (one line) when the
@@ -105,14 +106,21 @@ class PostgresState:
 
     async def _run(self, op: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         if self._pool is None:
-            await self.open()
+            try:
+                await self.open()
+            except BaseException:
+                self.reached = False
+                raise
         assert self._pool is not None
         for attempt in (1, 2):
             try:
                 async with self._pool.acquire() as conn:
-                    return await op(conn)
+                    found = await op(conn)
+                self.reached = True
+                return found
             except BROKEN:
                 if attempt == 2:
+                    self.reached = False
                     raise
                 log.info("state store: a PostgreSQL connection broke; trying again on a new one")
         raise AssertionError("unreachable")

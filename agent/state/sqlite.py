@@ -55,6 +55,7 @@ class SQLiteState:
         self.retention_days = retention_days  # 0: kept until `askdesk report --forget-before`
         self._conn = LazyConnection(self.path, _setup)
         self._sweeper = Sweeper(self._sweep)
+        self.reached = True  # the last statement got through (the guard reports recovery on it)
 
     async def open(self) -> None:
         await self._conn()
@@ -63,13 +64,22 @@ class SQLiteState:
         await self._conn.close()
 
     async def _write(self, sql: str, params: tuple = ()) -> None:
-        db = await self._conn()
-        async with db.execute(sql, params):  # the cursor is closed on the connection's own thread
-            pass
+        await self._rows(sql, params, fetch=False)
 
-    async def _rows(self, sql: str, params: tuple = ()) -> list:
-        db = await self._conn()
-        return list(await db.execute_fetchall(sql, params))
+    async def _rows(self, sql: str, params: tuple = (), *, fetch: bool = True) -> list:
+        try:
+            db = await self._conn()
+            if fetch:
+                rows = list(await db.execute_fetchall(sql, params))
+            else:
+                rows = []
+                async with db.execute(sql, params):  # the cursor is closed on the connection's own thread
+                    pass
+        except BaseException:
+            self.reached = False
+            raise
+        self.reached = True
+        return rows
 
     # ----------------------------------------------------------------- conversation memory
     async def load(self, surface: str, thread_id: str) -> Conversation:
