@@ -45,7 +45,7 @@ class RegistryCapability:
         return self.registry.claims(text)
 
     async def warm(self) -> None:
-        await self.registry.places()
+        await self.registry.warm()
 
     async def unplaced(self, text: str) -> str:
         try:

@@ -154,6 +154,15 @@ class Registry:
         except Exception as exc:  # the store is down: keep the previous places, try again later
             log.warning("places of %s not refreshed: %s", self.collection, type(exc).__name__)
 
+    async def warm(self) -> None:
+        """What a first search would otherwise load in a user's wait: the places, the collection
+        read from disk (one record) and the zip-code data."""
+        await self.places()
+        if self._places is not None and self._places.exists:
+            await self.runtime.store.scroll(self.collection, limit=1, with_payload=False, with_vectors=False)
+        if self.gazetteer is not None:
+            self.gazetteer.warm()
+
     def forget_places(self) -> None:
         self._places = None
 
