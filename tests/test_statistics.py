@@ -129,6 +129,8 @@ async def test_unreadable_or_foreign_statistics_are_ignored(tmp_path, bad):
         with sqlite3.connect(path) as db:
             db.execute("UPDATE meta SET value = '999' WHERE key = 'format'")
     assert statistics.open_saved(runtime, "kb") is None
+    await statistics.save(runtime, "kb", statistics.Statistics(content_version="w", chunks=3))  # rewritten
+    assert statistics.open_saved(runtime, "kb").chunks == 3
 
 
 async def test_after_warm_up_no_question_reads_a_whole_collection(kb_runtime, tmp_path, monkeypatch):

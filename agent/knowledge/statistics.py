@@ -161,7 +161,14 @@ def write(path: Path, stats: Statistics, replace: bool) -> None:
     """Off the event loop (a thread, or the worker process): SQLite releases the GIL as it works."""
     db = sqlite3.connect(private_file(path), timeout=30)
     try:
-        db.execute("PRAGMA journal_mode=WAL")  # readers never wait for this writer
+        try:
+            db.execute("PRAGMA journal_mode=WAL")  # readers never wait for this writer
+        except sqlite3.DatabaseError:  # not a database (a damaged file): start a new one
+            db.close()
+            for damaged in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                damaged.unlink(missing_ok=True)
+            db = sqlite3.connect(private_file(path), timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
         db.executescript(SCHEMA)
         with db:
             db.execute("BEGIN IMMEDIATE")
