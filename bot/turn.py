@@ -25,6 +25,7 @@ from agent.messages import ChatMessage
 from agent.state.base import Outcome, TurnRecord
 from agent.state.feedback import Feedback
 from bot.dedupe import Deliveries
+from bot.escalation import EscalationDesks
 from bot.rate_limit import RateLimiter
 from bot.records import AnswerRecord, AnswerRecords
 
@@ -126,6 +127,7 @@ class TurnRunner:
         self.records = AnswerRecords(self.state, store_text=settings.store_text)
         self.store_text = settings.store_text
         self.feedback_routes = {*askdesk.capabilities().names, "clarify"}
+        self.escalation_desks = EscalationDesks()  # each running surface registers its own
 
     async def check(self, incoming: Incoming) -> str | None:
         """Why this message gets a note instead of an answer (empty, too long, too fast), else None."""

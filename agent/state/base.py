@@ -70,6 +70,9 @@ class Escalation(BaseModel):
     asker: str
     conversation: str  # the asker's Slack channel or Teams conversation
     thread: str | None = None  # the asker's Slack thread ts
+    asker_name: str | None = None  # shown on the other surface, where an id means nothing
+    asker_service_url: str | None = None  # a Teams asker's Bot Connector: the relay is proactive
+    link: str | None = None  # back to the asker's thread, when the asking surface can build one
     question: str
     attempt: str = ""  # askdesk's answer
     sources: list[str] = Field(default_factory=list)

@@ -12,7 +12,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.escalation import escalation_target
+from bot.escalation import reachable_target
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, escalate_button, note_blocks
 from bot.slack.commands import run_and_respond
 from bot.slack.comments import open_comment_box
@@ -66,8 +66,8 @@ async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runn
     if channel:
         thanks = runner.prompts.render("feedback_thanks")
         blocks = note_blocks(thanks)
-        target = escalation_target(runner.askdesk.settings, "slack")
-        if down and target and target[0] == "slack" and not container.get("is_ephemeral"):  # every 👎: ask a person
+        target = reachable_target(runner.askdesk.settings, "slack", runner.escalation_desks)
+        if down and target and not container.get("is_ephemeral"):  # every 👎: ask a person
             blocks.append({"type": "actions", "elements": [escalate_button(escalate_value(
                 value.get("a"), container.get("message_ts") or message.get("ts"), thread), runner.prompts)]})
         try:

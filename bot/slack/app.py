@@ -181,6 +181,7 @@ def build_slack_app(
     )
     services = SlackServices.create(settings, askdesk, ThreadHistory(client), runner)
     services.install(app)
+    services.runner.escalation_desks.register("slack", escalation.SlackDesk(client, askdesk.prompts))
 
     @app.middleware
     async def drop_retries(body: dict[str, Any], context: AsyncBoltContext, answering: Answering,

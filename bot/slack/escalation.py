@@ -6,7 +6,8 @@ the question and askdesk's attempt are read back from the asker's thread, so not
 escalation itself is stored. The escalation is saved before it is posted: when the channel is
 missing or askdesk is not in it, the asker gets a clear note and the question is still kept.
 A reply is relayed once across replicas (`answer_escalation`); a relay that cannot reach the
-asker's thread any more is one log line.
+asker's thread any more is one log line. `SlackDesk` is Slack's side of an escalation that crosses
+surfaces (bot/escalation.py): a Teams question posted here, a Slack asker reached from Teams.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.state.base import Escalation, utcnow
-from bot.escalation import escalation_channels, escalation_target
+from bot.escalation import escalation_channels, reachable_target
 from bot.slack.blocks import ESCALATE, SAVE_ANSWER, plain
 from bot.slack.escape import safe_markdown, safe_mrkdwn, web_link
 from bot.slack.history import is_bot_message, strip_mention
@@ -87,8 +88,8 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     answer_ts = value.get("m") or container.get("message_ts")
     thread = value.get("t") or container.get("thread_ts") or (body.get("message") or {}).get("thread_ts") or answer_ts
-    target = escalation_target(answering.settings, "slack")
-    if not channel or not answer_ts or target is None or target[0] != "slack":
+    target = reachable_target(answering.settings, "slack", runner.escalation_desks)
+    if not channel or not answer_ts or target is None:
         return
 
     async def note(name: str) -> None:
@@ -111,17 +112,19 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
         id=new_id(), surface="slack", asker=asked["user"], conversation=channel, thread=thread,
         question=slack_to_plain(strip_mention(asked.get("text") or "", context.bot_user_id)),
         attempt=slack_to_plain(attempt), sources=list(record.sources) if record else [],
-        target_surface="slack", target_channel=target[1])
+        target_surface=target[0], target_channel=target[1])
     await runner.state.save_escalation(escalation)  # kept whatever happens to the post
-    link = await _permalink(client, channel, thread)
+    escalation.link = await _permalink(client, channel, thread)
+    if target[0] != "slack":  # the other surface shows a name, not a Slack id
+        escalation.asker_name = await _name(client, escalation.asker)
+    desk = SlackDesk(client, prompts) if target[0] == "slack" else runner.escalation_desks.get(target[0])
     try:
-        posted = await client.chat_postMessage(channel=target[1], text=prompts.text(
-            "escalation_heading", asker=f"<@{escalation.asker}>"), blocks=escalation_blocks(escalation, link, prompts))
-    except SlackApiError as exc:
+        assert desk is not None  # reachable_target said so
+        escalation.target_thread = await desk.post(escalation)
+    except Exception as exc:
         log.warning("slack: escalation %s not posted to %s (%s); it is kept", escalation.id, target[1], describe(exc))
         await note("escalation_failed")
         return
-    escalation.target_thread = posted.get("ts")
     await runner.state.save_escalation(escalation)
     try:
         await client.chat_postMessage(channel=channel, thread_ts=thread, text=prompts.text("escalation_passed_on"))
@@ -137,9 +140,42 @@ async def _permalink(client: AsyncWebClient, channel: str, ts: str) -> str | Non
         return None
 
 
+def _asker(e: Escalation) -> str:
+    return f"<@{e.asker}>" if e.surface == "slack" else safe_mrkdwn(e.asker_name or e.asker)
+
+
+def _expert(e: Escalation) -> str:
+    return f"<@{e.expert_id}>" if e.target_surface == "slack" else safe_mrkdwn(e.expert_name or e.expert_id or "?")
+
+
+class SlackDesk:
+    """Slack's side of escalations (bot/escalation.py): the escalation channel and Slack askers."""
+
+    def __init__(self, client: AsyncWebClient, prompts: Any) -> None:
+        self.client, self.prompts = client, prompts
+
+    async def post(self, e: Escalation) -> str:
+        posted = await self.client.chat_postMessage(channel=e.target_channel, text=self.prompts.text(
+            "escalation_heading", asker=_asker(e)), blocks=escalation_blocks(e, e.link, self.prompts))
+        return str(posted.get("ts"))
+
+    async def relay(self, e: Escalation) -> bool:
+        heading = self.prompts.text("escalation_relayed", expert=_expert(e))
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": plain(heading)}},
+                  {"type": "markdown", "text": safe_markdown(e.expert_answer or "")}]
+        try:
+            await self.client.chat_postMessage(channel=e.conversation, thread_ts=e.thread, text=plain(heading),
+                                               blocks=blocks)
+        except SlackApiError as exc:
+            log.warning("slack: the reply to escalation %s could not be relayed to the asker (%s)", e.id,
+                        describe(exc))
+            return False
+        return True
+
+
 def escalation_blocks(e: Escalation, link: str | None, prompts: Any) -> list[dict[str, Any]]:
     """The question, askdesk's attempt, its sources and a link back, in the escalation channel."""
-    heading = prompts.text("escalation_heading", asker=f"<@{e.asker}>")
+    heading = prompts.text("escalation_heading", asker=_asker(e))
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": plain(heading)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": plain(
@@ -182,7 +218,9 @@ async def relay_reply(event: dict[str, Any], context: AsyncBoltContext, client: 
     answered = await runner.state.answer_escalation(escalation.id, expert_id=user,
                                                     expert_name=await _name(client, user), text=text)
     if answered is not None:
-        await deliver_reply(answered, client, answering.askdesk.prompts)
+        desk = (SlackDesk(client, answering.askdesk.prompts) if answered.surface == "slack"
+                else runner.escalation_desks.get(answered.surface))
+        await deliver_reply(answered, desk, client, answering.askdesk.prompts)
     return True
 
 
@@ -196,17 +234,13 @@ async def _name(client: AsyncWebClient, user: str) -> str | None:
     return profile.get("real_name") or found.get("real_name") or found.get("name")
 
 
-async def deliver_reply(e: Escalation, client: AsyncWebClient, prompts: Any) -> None:
-    """Post the expert's reply in the asker's thread, attributed, then offer "Save as answer"
-    in the escalation thread. Never raises: a gone thread is one log line."""
-    heading = prompts.text("escalation_relayed", expert=f"<@{e.expert_id}>")
-    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": plain(heading)}},
-              {"type": "markdown", "text": safe_markdown(e.expert_answer or "")}]
-    try:
-        await client.chat_postMessage(channel=e.conversation, thread_ts=e.thread, text=plain(heading),
-                                      blocks=blocks)
-    except SlackApiError as exc:
-        log.warning("slack: the reply to escalation %s could not be relayed to the asker (%s)", e.id, describe(exc))
+async def deliver_reply(e: Escalation, desk: Any, client: AsyncWebClient, prompts: Any) -> None:
+    """Relay the expert's reply to the asker through their surface's desk, then offer "Save as
+    answer" in the escalation thread. Never raises: a gone thread is one log line."""
+    if desk is None:  # the asker's surface no longer runs in this process
+        log.warning("slack: escalation %s: no %s surface here to relay the reply to", e.id, e.surface)
+        return
+    if not await desk.relay(e):
         return
     try:
         await client.chat_postMessage(channel=e.target_channel, thread_ts=e.target_thread,

@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.answers import Attachment
 from agent.messages import ChatMessage
 from bot.dedupe import message_key
-from bot.escalation import escalation_target
+from bot.escalation import reachable_target
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.slack.files import remote_files
@@ -178,8 +178,7 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
     if public is not None:
-        target = escalation_target(settings, "slack")
-        public.escalation = target is not None and target[0] == "slack"
+        public.escalation = reachable_target(settings, "slack", answering.runner.escalation_desks) is not None
     reply = public or EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
                                                       thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []

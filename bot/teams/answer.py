@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
 
-from bot.escalation import escalation_target
+from bot.escalation import reachable_target
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.teams.connector import unreachable
@@ -110,8 +110,7 @@ async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
     text, asked = asked_privately(incoming.text, bot.settings.private_word)
     private = not incoming.personal and (asked or bot.settings.answer_mode_for(incoming.place) == "private")
     reply = TeamsReply(bot, ctx, incoming, private=private)
-    target = escalation_target(bot.settings, "teams")
-    if not private and target is not None and target[0] == "teams":
+    if not private and reachable_target(bot.settings, "teams", bot.runner.escalation_desks) is not None:
         reply.escalate_from = replace(incoming, text=text)
     files = incoming.files
     delivery = await bot.runner.run(TurnIncoming(

@@ -59,6 +59,7 @@ class TeamsBot:
     no_streaming: set[str] = field(default_factory=set)  # conversations whose stream was refused
     no_targeted: set[str] = field(default_factory=set)  # tenants that refused a targeted message (bot/teams/private.py)
     tasks: BackgroundTasks = field(default_factory=lambda: BackgroundTasks("teams"))
+    connector: tuple[str | None, str] = (None, "")  # the last activity's serviceUrl and tenant (TeamsDesk)
 
     def __post_init__(self) -> None:
         self.prompts = surface_prompts(self.askdesk.prompts)
@@ -86,7 +87,7 @@ def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, 
     shared with the process's other surfaces."""
     from microsoft_teams.apps import App
 
-    from bot.teams import extension, feedback, messages, welcome
+    from bot.teams import escalation, extension, feedback, messages, welcome
 
     bot = TeamsBot(settings=settings, askdesk=askdesk, auth=auth, runner=runner or TurnRunner(askdesk))
     options: dict[str, Any] = dict(
@@ -104,6 +105,7 @@ def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, 
                      else InboundActivityTokenValidator(auth.client_id, cloud=bot.app.cloud))
         adapter.early_ack(bot.spawn, validator=validator, dev_mode=auth.dev_mode)
     messages.register(bot)
+    bot.runner.escalation_desks.register("teams", escalation.TeamsDesk(bot))
     extension.register(bot)
     feedback.register(bot)
     welcome.register(bot)

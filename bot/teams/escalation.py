@@ -11,7 +11,9 @@ is missing or askdesk is not in it (an HTTP 403/404), the asker gets a clear not
 is still kept. A person's first message in that thread is relayed to the asker, attributed, once
 across replicas (`answer_escalation`); a relay that cannot reach the asker's conversation any
 more is one log line. Channel messages reach a bot only when they @mention it, unless the app
-has the resource-specific permission `ChannelMessage.Read.Group` (docs/teams.md).
+has the resource-specific permission `ChannelMessage.Read.Group` (docs/teams.md). `TeamsDesk` is
+Teams' side of an escalation that crosses surfaces (bot/escalation.py): a Slack question posted
+here, a Teams asker reached proactively from Slack.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from microsoft_teams.api import MessageActivityInput
 from microsoft_teams.api.clients.conversation import CreateConversationParams
 
 from agent.state.base import Escalation, utcnow
-from bot.escalation import escalation_channels, escalation_target
+from bot.escalation import Target, escalation_channels, reachable_target
 from bot.teams.answer import note
-from bot.teams.escalation_cards import SAVE_ANSWER, escalate_button, escalation_card, save_button
+from bot.teams.escalation_cards import SAVE_ANSWER, deep_link, escalate_button, escalation_card, save_button
 from bot.teams.escape import teams_text
 from bot.teams.incoming import Incoming
 from bot.teams.private import _tenant
@@ -40,10 +42,9 @@ log = logging.getLogger("askdesk.teams")
 ESCALATED_TTL_S = 90 * 24 * 3600  # one escalation per answer, for as long as anyone still clicks
 
 
-def teams_target(bot: "TeamsBot") -> str | None:
-    """The Teams conversation a Teams question is passed to; None: off (or on another surface)."""
-    target = escalation_target(bot.settings, "teams")
-    return target[1] if target and target[0] == "teams" else None
+def teams_target(bot: "TeamsBot") -> Target | None:
+    """(surface, channel) a Teams question is passed to; None: off (or on a surface not running here)."""
+    return reachable_target(bot.settings, "teams", bot.runner.escalation_desks)
 
 
 def describe(exc: BaseException) -> str:
@@ -87,12 +88,47 @@ async def post_card(api: Any, target: str, activity: MessageActivityInput, tenan
     return (await api.conversations.create_activity(target, activity)).id
 
 
+class TeamsDesk:
+    """Teams' side of escalations (bot/escalation.py): the escalation conversation, posted to through
+    the Bot Connector last seen (Teams gives a bot no other), and Teams askers, reached proactively
+    through the serviceUrl stored with their escalation."""
+
+    def __init__(self, bot: "TeamsBot") -> None:
+        self.bot = bot
+
+    async def post(self, e: Escalation) -> str:
+        app, (service_url, tenant) = self.bot.app, self.bot.connector
+        heading = self.bot.prompts.text("escalation_heading", asker=e.asker_name or e.asker)
+        card = MessageActivityInput(text=f"**{teams_text(heading)}**")
+        card.add_attachments(escalation_card(e, self.bot.prompts))
+        api = app.api.from_service_url(service_url) if service_url else app.api
+        return await post_card(api, e.target_channel, card, tenant)
+
+    async def relay(self, e: Escalation) -> bool:
+        api = self.bot.app.api
+        return await relay_to_asker(self.bot, api.from_service_url(e.asker_service_url) if e.asker_service_url
+                                    else api, e)
+
+
+async def relay_to_asker(bot: "TeamsBot", api: Any, e: Escalation) -> bool:
+    """The expert's reply, attributed, in the Teams asker's conversation; never raises."""
+    heading = bot.prompts.text("escalation_relayed", expert=e.expert_name or e.expert_id or "?")
+    try:
+        await api.conversations.create_activity(e.conversation, MessageActivityInput(
+            text=f"**{teams_text(heading)}**\n\n{teams_text(e.expert_answer or '')}"))
+    except Exception as exc:
+        log.warning("teams: the reply to escalation %s could not be relayed to the asker (%s)", e.id, describe(exc))
+        return False
+    return True
+
+
 async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     activity = ctx.activity
     conversation = activity.conversation.id
-    target = teams_target(bot)
-    if target is None:
+    found = teams_target(bot)
+    if found is None:
         return
+    surface, target = found
     prompts, state = bot.prompts, bot.runner.state
     key = data.get("m") or activity.reply_to_id or data.get("a") or activity.id  # the answer's message: one per answer
     if not await bot.runner.deliveries.first_time(f"escalate:{conversation}:{key}", ttl_s=ESCALATED_TTL_S):
@@ -109,13 +145,19 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     escalation = Escalation(
         id=new_id(), surface="teams", asker=str(data.get("u") or activity.from_.id), conversation=conversation,
         question=str(question), attempt=attempt, sources=list(record.sources) if record else [],
-        target_surface="teams", target_channel=target)
+        asker_name=activity.from_.name, asker_service_url=activity.service_url, link=deep_link(conversation),
+        target_surface=surface, target_channel=target)
     await state.save_escalation(escalation)  # kept whatever happens to the post
     asker = activity.from_.name or escalation.asker
     card = MessageActivityInput(text=f"**{teams_text(prompts.text('escalation_heading', asker=asker))}**")
     card.add_attachments(escalation_card(escalation, prompts))
+    desk = bot.runner.escalation_desks.get(surface)
     try:
-        escalation.target_thread = await post_card(ctx.api, target, card, _tenant(ctx))
+        if surface == "teams":
+            escalation.target_thread = await post_card(ctx.api, target, card, _tenant(ctx))
+        else:  # across surfaces: the other surface posts it (reachable_target: it runs here)
+            assert desk is not None
+            escalation.target_thread = await desk.post(escalation)
     except Exception as exc:
         log.warning("teams: escalation %s not posted to %s (%s); it is kept", escalation.id, target, describe(exc))
         await note(ctx, prompts.text("escalation_failed"))
@@ -150,12 +192,11 @@ async def deliver_reply(bot: "TeamsBot", api: Any, e: Escalation) -> None:
     """Post the expert's reply in the asker's conversation, attributed, then offer "Save as answer"
     in the escalation thread. Never raises: a gone conversation is one log line."""
     prompts = bot.prompts
-    heading = prompts.text("escalation_relayed", expert=e.expert_name or e.expert_id or "?")
-    try:
-        await api.conversations.create_activity(e.conversation, MessageActivityInput(
-            text=f"**{teams_text(heading)}**\n\n{teams_text(e.expert_answer or '')}"))
-    except Exception as exc:
-        log.warning("teams: the reply to escalation %s could not be relayed to the asker (%s)", e.id, describe(exc))
+    desk = None if e.surface == "teams" else bot.runner.escalation_desks.get(e.surface)
+    if e.surface != "teams" and desk is None:  # the asker's surface no longer runs in this process
+        log.warning("teams: escalation %s: no %s surface here to relay the reply to", e.id, e.surface)
+        return
+    if not await (desk.relay(e) if desk is not None else relay_to_asker(bot, api, e)):
         return
     where = e.target_thread if ";messageid=" in (e.target_thread or "") else e.target_channel
     offer = MessageActivityInput(text=teams_text(prompts.text("escalation_relay_done")))

@@ -73,7 +73,7 @@ def escalation_card(e: Escalation, prompts: Any) -> Attachment:
         body += [TextBlock(text=f"**{teams_text(prompts.text('escalation_attempt'))}**", wrap=True),
                  TextBlock(text=teams_text(e.attempt), wrap=True, spacing="None")]
     footer = [teams_text(s) for s in e.sources[:8]]
-    link = deep_link(e.conversation)
+    link = e.link or deep_link(e.conversation)
     label = teams_text(prompts.text("escalation_link"))
     footer.append(f"[{label}]({link})" if link else f"{label}: {teams_text(e.conversation)}")
     body.append(TextBlock(text=" · ".join(footer), wrap=True, is_subtle=True, size="Small"))

@@ -21,6 +21,7 @@ from bot.teams import escalation
 from bot.teams.connector import unreachable
 from bot.teams.escalation_cards import action_of
 from bot.teams.incoming import Incoming, parse
+from bot.teams.private import _tenant
 from bot.teams.report_card import report_message, wants_report
 
 log = logging.getLogger("askdesk.teams")
@@ -37,6 +38,8 @@ def register(bot) -> None:
         incoming = parse(ctx.activity)
         if incoming.from_bot:
             return
+        if ctx.activity.service_url:  # where a question from another surface is posted (TeamsDesk)
+            bot.connector = (ctx.activity.service_url, _tenant(ctx))
         if not await bot.dedupe.claim(activity_key(incoming)):
             log.info("teams: duplicate delivery of activity %s ignored", incoming.activity_id)
             return

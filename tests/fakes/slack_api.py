@@ -384,13 +384,14 @@ class SlackHarness:
         self.last_body = ""
 
     @classmethod
-    async def start(cls, fake: FakeSlackAPI, settings: Any, askdesk: Any, runtime: Any = None) -> "SlackHarness":
+    async def start(cls, fake: FakeSlackAPI, settings: Any, askdesk: Any, runtime: Any = None,
+                    runner: Any = None) -> "SlackHarness":
         import aiohttp
 
         from bot.slack.app import build_slack_app
 
         settings = settings.model_copy(update={"slack_api_url": fake.api_url})
-        bot = build_slack_app(settings, askdesk, token="xoxb-test", signing_secret=SIGNING_SECRET)
+        bot = build_slack_app(settings, askdesk, token="xoxb-test", signing_secret=SIGNING_SECRET, runner=runner)
         harness = cls(fake, bot)
         harness._runner, port = await bot.start_http("127.0.0.1", 0)
         harness.url = f"http://127.0.0.1:{port}/slack/events"

@@ -364,7 +364,7 @@ class TeamsHarness:
 
     @classmethod
     async def start(cls, connector: FakeTeamsConnector, settings: Any, askdesk: Any, runtime: Any = None,
-                    auth: Any = None) -> "TeamsHarness":
+                    auth: Any = None, runner: Any = None) -> "TeamsHarness":
         import aiohttp
 
         from bot.teams.app import build_teams_bot
@@ -373,7 +373,7 @@ class TeamsHarness:
 
         listener = TeamsListener(bind("127.0.0.1", 0))
         auth = auth or TeamsAuth(None, None, None, dev_mode=True)
-        bot = build_teams_bot(settings, askdesk, auth=auth, adapter=listener.adapter())
+        bot = build_teams_bot(settings, askdesk, auth=auth, adapter=listener.adapter(), runner=runner)
         await bot.app.initialize()
         await listener.start()
         harness = cls(connector, bot, listener)
