@@ -181,10 +181,11 @@ def write(path: Path, stats: Statistics, replace: bool) -> None:
                 chunks += int(row[0]) if row else 0
             for table in COUNTERS:
                 counter: Counter = getattr(stats, table)
-                start = db.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {table}").fetchone()[0] + 1
+                # only titles are ranked (`most_common`): the other tables' order is not read
+                start = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM titles").fetchone()[0] if table == "titles" else 0
                 db.executemany(f"INSERT INTO {table}(key, n, seq) VALUES (?, ?, ?) "
                                "ON CONFLICT(key) DO UPDATE SET n = n + excluded.n",
-                               ((k, n, start + i) for i, (k, n) in enumerate(counter.items())))
+                               ((k, n, start + i if start else 0) for i, (k, n) in enumerate(counter.items())))
                 if not replace:
                     db.executemany(f"DELETE FROM {table} WHERE key = ? AND n <= 0",
                                    ((k,) for k, n in counter.items() if n < 0))

@@ -4,8 +4,8 @@
 
 Reads one chunk a line (a JSON array of the `PAYLOAD` fields), counts it, and at the end of its
 input replaces the statistics file with what it counted and prints the number of chunks.
-Tokenising is the Python work of a scan; in its own process, below the bot's CPU priority, it
-takes the GIL from no question.
+Tokenising is the Python work of a scan; in its own process it takes the GIL from no question,
+and it runs only on CPU time the bot leaves idle (Linux's SCHED_IDLE; elsewhere, niceness 19).
 """
 
 from __future__ import annotations
@@ -17,15 +17,20 @@ from pathlib import Path
 
 from agent.knowledge.statistics import PAYLOAD, Statistics, write
 
-NICENESS = 10  # questions (the bot's threads) get the CPU first
+def lowest_priority() -> None:
+    """Questions (the bot's threads) get the CPU first."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):  # not Linux
+        try:
+            os.nice(19)
+        except OSError:
+            pass
 
 
 def main(argv: list[str]) -> int:
     path, version = Path(argv[0]), argv[1] or None
-    try:
-        os.nice(NICENESS)
-    except OSError:  # not allowed here: count at the same priority
-        pass
+    lowest_priority()
     stats = Statistics(content_version=version)
     for line in sys.stdin.buffer:
         stats.count(dict(zip(PAYLOAD, json.loads(line))))

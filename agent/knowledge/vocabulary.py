@@ -29,6 +29,7 @@ CHECK_SECONDS = 5.0  # how often a process compares its vocabulary with the coll
 # how long a refresh waits for the ingesting process to save the statistics of the version it
 # wrote (it writes the version first) before it rebuilds them by a scan
 SAVED_WAIT_SECONDS = 10.0
+SAVED_POLL_SECONDS = 0.1
 # Codes and acronyms as written in a message: two capitals ("TRS", "PSoC", "KinderConnect") or
 # letters mixed with digits ("BCY25", "TX3C"); a KB term written like this is the domain's own.
 _CODE = re.compile(r"(?<![\w])(?=[\w-]*[A-Z][\w-]*[A-Z]|[\w-]*[A-Za-z][\w-]*\d|[\w-]*\d[\w-]*[A-Za-z])[\w-]{3,}(?![\w])")
@@ -113,16 +114,16 @@ async def _first(runtime, collection: str) -> _Loaded:
 
 
 async def _saved(runtime, collection: str, version: str | None) -> statistics.Stored | None:
-    """The saved statistics of `version`, waiting up to SAVED_WAIT_SECONDS for the process that
-    wrote that version to save them; None if it does not."""
+    """The saved statistics of `version` or of a later one the collection has now, waiting up to
+    SAVED_WAIT_SECONDS for the process that wrote the version to save them; None if it does not."""
     deadline = time.monotonic() + SAVED_WAIT_SECONDS
     while True:
         saved = statistics.open_saved(runtime, collection)
-        if saved is not None and saved.content_version == version:
+        if saved is not None and saved.content_version in (version, await _version(runtime, collection)):
             return saved
         if time.monotonic() >= deadline:
             return None
-        await asyncio.sleep(min(0.5, SAVED_WAIT_SECONDS))
+        await asyncio.sleep(min(SAVED_POLL_SECONDS, SAVED_WAIT_SECONDS))
 
 
 async def _refresh(runtime, collection: str, loaded: _Loaded, version: str | None) -> None:
