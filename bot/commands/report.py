@@ -53,6 +53,20 @@ async def forget(before_text: str) -> dict[str, int]:
         await state.close()
 
 
+def run(work):
+    """`work`'s result; a bad date (exit 2) or an unreachable store (exit 1) is one line."""
+    from agent.state import StateUnavailable
+
+    try:
+        return asyncio.run(work)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except StateUnavailable as exc:
+        typer.echo(f"error: the state store is unavailable: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 def report_cmd(
     since: str = typer.Option("7d", "--since", help="Period: 7d, 24h, 2w, or a date (UTC) such as 2026-01-31."),
     forget_before: Optional[str] = typer.Option(
@@ -64,28 +78,12 @@ def report_cmd(
     """Knowledge-gap report: questions, outcomes, feedback, escalations, most-cited documents, and
     the unanswered and down-voted questions grouped by meaning."""
     from agent.report.text import lines
-    from agent.state import StateUnavailable
 
     if forget_before is not None:
-        try:
-            deleted = asyncio.run(forget(forget_before))
-        except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        except StateUnavailable as exc:
-            typer.echo(f"error: the state store is unavailable: {exc}", err=True)
-            raise typer.Exit(1) from None
+        deleted = run(forget(forget_before))
         typer.echo("forgot " + ", ".join(f"{n} {table}" for table, n in deleted.items()))
         return
-
-    try:
-        report = asyncio.run(make_report(since))
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except StateUnavailable as exc:
-        typer.echo(f"error: the state store is unavailable: {exc}", err=True)
-        raise typer.Exit(1) from None
+    report = run(make_report(since))
     if html is not None:
         from agent.report.page import render
 
