@@ -14,6 +14,7 @@ from agent.config import Settings
 from agent.knowledge import calibration, statistics
 from agent.knowledge import vocabulary as vocabulary_module
 from agent.knowledge.ingest import ingest
+from agent.knowledge.sparse import bm25_document, term_index
 from agent.knowledge.vocabulary import vocabulary
 from tests.conftest import REPO
 from tests.knowledge_fixtures import open_runtime
@@ -25,8 +26,8 @@ async def scanned(runtime) -> statistics.Statistics:
     """What a full scan of the collection finds (the reference the incremental update must match)."""
     metadata = await runtime.store.collection_metadata("kb")
     stats = statistics.Statistics()
-    for payload in await statistics.chunks_of(runtime, "kb", statistics.versions.visible(None, metadata)):
-        stats.count(payload)
+    for payload, terms in await statistics.chunks_of(runtime, "kb", statistics.versions.visible(None, metadata)):
+        stats.count(payload, terms)
     return stats
 
 
@@ -56,7 +57,7 @@ async def test_ingest_keeps_the_statistics_equal_to_a_full_scan_without_scanning
         assert sorted(report.updated) == ["expenses.md", "pto-policy.md"] and report.pruned == ["sick-leave.md"]
         saved = statistics.load(rt, "kb")
         assert same(saved, await scanned(rt))
-        assert saved.df["zorbleflux"] == 1 and "Sick Leave" not in " ".join(saved.titles)
+        assert saved.df[term_index("zorbleflux")] == 1 and "Sick Leave" not in " ".join(saved.titles)
         assert saved.content_version == (await rt.store.collection_metadata("kb"))[statistics.CONTENT_KEY]
         # on disk: private, and small next to what it describes
         path = statistics.path_of(rt, "kb")
@@ -82,7 +83,7 @@ async def test_a_question_never_scans_and_another_process_ingest_is_read_in_the_
         # another process ingests: new content version, its statistics saved beside the store
         monkeypatch.setattr(vocabulary_module, "CHECK_SECONDS", 0.0)
         newer = statistics.load(rt, "kb")
-        newer.count({"title": "Sabbatical", "section": "", "text": "zorbleflux days", "lang": "en"})
+        newer.count({"title": "Sabbatical", "section": "", "lang": "en"}, bm25_document("zorbleflux days", "en").indices)
         newer.content_version = await calibration.mark_changed(rt, "kb")
         await statistics.save(rt, "kb", newer)
         assert await vocabulary(rt) is first  # answers at once with what it has...

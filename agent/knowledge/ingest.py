@@ -168,8 +168,8 @@ async def _uncount(runtime: "Runtime", name: str, stats: "statistics.Statistics 
                    old: list[str]) -> None:
     """Take a file's replaced chunks out of the statistics (reads that file's chunks only)."""
     if stats is not None and old:
-        for payload in await statistics.chunks_of(runtime, name, versions.selector(source, old)):
-            stats.count(payload, -1)
+        for payload, terms in await statistics.chunks_of(runtime, name, versions.selector(source, old)):
+            stats.count(payload, terms, -1)
 
 
 def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str,
@@ -288,6 +288,7 @@ async def ingest(
             await versions.hide_pending(runtime, name, doc.source, version, deleted)
             deleted = []
             lang = detect_language(doc.text)
+            written: list[models.PointStruct] = []
             for start in range(0, len(chunks), UPSERT_BATCH):
                 batch = chunks[start : start + UPSERT_BATCH]
                 texts = [c.embed_text(doc.title) for c in batch]
@@ -296,13 +297,14 @@ async def ingest(
                 report.embedded += len(texts) - len(before)
                 points = build_points(doc, batch, vectors, fhash, lang, len(chunks), version)
                 await runtime.store.upsert(name, points)
+                written += points
                 report.chunks_written += len(points)
                 progress.chunks_done(len(points))
             await versions.switch(runtime, name, doc.source, version, old)
             deleted = await _delete(runtime, name, doc.source, old)
-            if stats is not None:
-                for chunk in chunks:
-                    stats.count({"title": doc.title, "section": chunk.section, "text": chunk.text, "lang": lang})
+            if stats is not None:  # the terms of the BM25 vectors just written: no tokenising again
+                for point in written:
+                    stats.count(point.payload or {}, point.vector[SPARSE].indices)  # type: ignore[index]
             report.updated.append(doc.source)
             progress.file_done(doc.source)
     finally:
