@@ -156,6 +156,9 @@ async def test_tool_call_and_references(office):
     ("200 desks within 5 mi of 78701", False),  # a place, but nothing names an office
     ("parking open until 7 downtown", True), ("how do I reset my VPN password?", False), ("offices", False),
     ("bike storage", False), ("what is the parental leave policy in Texas?", False),
+    # no place: an office noun AND one of the registry's criteria still make a search of it
+    ("which offices have a nursing room?", True), ("offices without wheelchair access", True),
+    ("write me a poem about our offices", False),
 ])
 async def test_claims(office, text, claimed):
     assert office.claims(text) is claimed

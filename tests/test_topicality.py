@@ -144,6 +144,20 @@ def test_the_gate_refuses_only_where_the_examples_themselves_sit_and_is_stricter
     assert gate.decide(c, "en", kb=0.9, margin=0.5).zone == "doubt"
 
 
+async def test_a_registry_search_without_a_place_is_routed_to_the_registry_only_when_it_reads_every_word(kb_settings):
+    """"centers with infant care" names the records and one of their criteria: a search. With no
+    place to anchor it, a message the registry cannot read whole ("write me a song about centers
+    with infant care") is judged like any other message, never searched in the registry."""
+    settings = kb_settings.model_copy(update={"registries": [TEXAS / "registries" / "facility.yaml"]})
+    async with open_runtime(settings) as rt, service_on(rt) as service:
+        route = await service.route("centers with infant care")
+        assert route.name == "facility" and route.reason == "facility words + criteria", route.reason
+        route = await service.route("accredited centros con cuidado de bebés")
+        assert route.name == "facility", route.reason
+        route = await service.route("write me a song about centers with infant care")
+        assert route.name != "facility", route.reason
+
+
 async def test_ingesting_new_documents_recalibrates_the_gate(tmp_path, monkeypatch):
     """The calibration is stored with the collection at ingest, recomputed when an ingest changes
     the collection (not when nothing changed), and a running gate picks the new one up."""

@@ -130,6 +130,11 @@ class Capability(Protocol):
         """The wording alone makes `text` a search of this capability (the pre-filter's rule;
         the understanding layer vetoes messages that ask about amounts or rules)."""
 
+    def anchored(self, text: str) -> bool:
+        """`text` names what a search of this capability is anchored on (a registry: a place,
+        distance, number or hours). A claim without one stands only when the capability's
+        reading places every word of the message."""
+
     async def warm(self) -> None:
         """Load what its first question needs (statistics, places) before the process reports
         ready, so no user waits for a cold cache."""

@@ -96,6 +96,9 @@ class KnowledgeCapability:
     def claims(self, text: str) -> bool:
         return False
 
+    def anchored(self, text: str) -> bool:
+        return True
+
     async def unplaced(self, text: str) -> str:
         return text
 

@@ -44,6 +44,9 @@ class RegistryCapability:
     def claims(self, text: str) -> bool:
         return self.registry.claims(text)
 
+    def anchored(self, text: str) -> bool:
+        return self.registry.claims.anchored(text)
+
     async def warm(self) -> None:
         await self.registry.warm()
 

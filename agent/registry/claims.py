@@ -1,6 +1,7 @@
 """Does a message's wording make it a search of this registry? Its nouns ("daycare", generic
 "center"…) or a criterion word ("infant care", "drop-in"), AND a place, distance, number or
-hours phrase ("in Austin", "78702", "within 10 miles", "150 kids", "open until 6").
+hours phrase ("in Austin", "78702", "within 10 miles", "150 kids", "open until 6"); or, with no
+such phrase, a noun AND a criterion ("which offices have a nursing room?").
 
 This is the pre-filter's rule for a registry; the understanding layer may still veto a message
 that asks the documents about amounts or rules ("how much does a daycare in Houston get?").
@@ -48,10 +49,16 @@ class Claims:
         self.nouns_re = phrases_re([*words.nouns, *decl.words.nouns])
         self.parser = parser
 
+    def anchored(self, text: str) -> bool:
+        """Does `text` name a place, distance, number or hours?"""
+        return self.place_re is not None and bool(self.place_re.search(fold(normalize(text))))
+
     def __call__(self, text: str) -> bool:
         text = normalize(text)
-        if self.place_re is None or not self.place_re.search(fold(text)):
-            return False
-        if self.nouns_re is not None and self.nouns_re.search(fold(text)):
-            return True
-        return self.parser.mentions_criteria(text)
+        noun = self.nouns_re is not None and bool(self.nouns_re.search(fold(text)))
+        if not self.anchored(text):
+            # no place: the records' noun and one of their criteria ("which offices have a
+            # nursing room?", "centers with infant care") still make a search, provided the
+            # registry's reading places every other word (checked by the understanding layer)
+            return noun and self.parser.mentions_criteria(text)
+        return noun or self.parser.mentions_criteria(text)

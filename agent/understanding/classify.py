@@ -147,6 +147,10 @@ class Classifier:
             return ""
         return await capability.unplaced(text)
 
+    def anchored(self, route: Route, text: str) -> bool:
+        capability = self.capabilities.get(route.name)
+        return capability is None or capability.anchored(text)
+
     async def asked_of_documents(self, route: Route, text: str, unplaced: str | None = None) -> bool:
         """A registry claimed `text`, but what it asks is for the documents (see KNOWN_WORDS)."""
         knowledge = self.capabilities.get("knowledge")
@@ -188,9 +192,12 @@ class Classifier:
             if reading.route.name == "smalltalk":
                 return reading.route
             unplaced = await self.unplaced(reading.route, reading.text)
-            if not await self.asked_of_documents(reading.route, reading.text, unplaced):
+            if not await self.asked_of_documents(reading.route, reading.text, unplaced) and \
+                    (not unplaced or self.anchored(reading.route, reading.text)):
                 return await self.declined_claim(reading.route, reading.text, unplaced, find) or reading.route
-            # named a place, but asks about rules or rates: judged like any question for the documents
+            # named a place but asks about rules or rates, or named no place and says more than
+            # the registry can read ("write me a haiku about electricians"): judged like any
+            # question for the documents
             reading = Reading(reading.text, reading.history, followup=reading.followup,
                               also=self.contextual(reading.text, reading.history))
         text, also = reading.text, reading.also

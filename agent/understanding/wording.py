@@ -189,5 +189,6 @@ def classify_rules(text: str, history: list[ChatMessage], capabilities: Iterable
         return PrefilterVerdict("smalltalk", "greeting")
     claimed = claimed_by(text, capabilities)
     if claimed is not None:
-        return PrefilterVerdict(claimed.name, f"{claimed.name} words + place", followup)
+        anchor = "place" if claimed.anchored(text) else "criteria"
+        return PrefilterVerdict(claimed.name, f"{claimed.name} words + {anchor}", followup)
     return PrefilterVerdict(None, "needs similarity", followup)
