@@ -109,3 +109,21 @@ async def test_with_store_text_only_an_unanswerable_question_keeps_its_text_in_t
     kept = {t.outcome: t.question for t in turns}
     assert kept.get("answered", kept.get("search_only")) is None  # found in the documents: counted, no text
     assert kept["unanswerable"] == "does a center have to provide car seats for the kids it drives?"
+
+
+async def test_the_unanswerable_eval_section_scores_precision_and_recall_against_the_files_retrieval_questions(full_kb):
+    """`askdesk eval` scores an `unanswerable:` section: each question answered for real, its mark
+    counted against the same file's `retrieval` questions (the documents answer those)."""
+    from agent.evaluation import EvalRun, unanswerable
+
+    data = yaml.safe_load((EVAL / "dev.yaml").read_text())
+    data = {"retrieval": data["retrieval"][:6],
+            "unanswerable": yaml.safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]}
+    async with service_on(full_kb) as service:
+        result = await unanswerable.evaluate(data["unanswerable"], EvalRun(service, 5, data))
+    assert result["n"] == 12 and result["n_answerable"] == 6 and result["answerable_marked"] == []
+    caught = 12 - len(result["missed"])
+    assert caught >= 2 and result["recall"] == round(caught / 12, 4) and result["precision"] == 1.0
+    text = unanswerable.render(result)
+    assert text.startswith("unanswerable: precision 100%, recall") and "search-only" in text
+    assert "not marked: " + ", ".join(result["missed"]) in text

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from agent.evaluation import offtopic, routes
+from agent.evaluation import offtopic, routes, unanswerable
 
 
 @dataclass
@@ -38,7 +38,7 @@ class _Core:
         return self.module.render(result)
 
 
-CORE_SECTIONS = {"offtopic": _Core(offtopic), "routes": _Core(routes)}
+CORE_SECTIONS = {"offtopic": _Core(offtopic), "routes": _Core(routes), "unanswerable": _Core(unanswerable)}
 
 
 def load_eval_file(path: Path) -> dict[str, Any]:
