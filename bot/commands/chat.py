@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import threading
 import uuid
@@ -136,6 +137,10 @@ async def _read_line(console: Console, prompt: str) -> str:
             done.set_result(value)
 
     def read() -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            # Ctrl-C must reach the main thread: a SIGINT the kernel handed to this thread would
+            # leave the event loop asleep (it has no wakeup fd) and the chat would hang
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             value, error = console.input(prompt), None
         except BaseException as exc:  # EOFError (Ctrl-D) travels back to the loop
