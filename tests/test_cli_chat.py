@@ -53,6 +53,10 @@ class Chat:
         def controlling_terminal() -> None:  # new session + this pty as its tty: ^C becomes SIGINT
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            # as from a login shell: a test run started in the background (`cmd &` in a script)
+            # ignores SIGINT, and that would be inherited
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
         self.proc = subprocess.Popen(command + args, stdin=slave, stdout=slave, stderr=slave, env=env,
                                      close_fds=True, preexec_fn=controlling_terminal)
