@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: bench/ and tests/ are importab
 from agent.config import Settings  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from bench.bench_teams import TeamsPath, ThreadLoop  # noqa: E402
-from bench.synthetic import build_kb, build_registry, declare_registry, du, mb  # noqa: E402
+from bench.synthetic import build_kb, build_registry, declare_registry, du, mb, print_table  # noqa: E402
 from tests.fakes.teams_connector import FakeTeamsConnector  # noqa: E402
 
 KNOWLEDGE = ["who is eligible for child care assistance?", "how are absences counted?",
@@ -197,10 +197,7 @@ async def main(args) -> None:
         connector_loop.run(connector.stop())
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print("| " + " | ".join(table[0]) + " |")
-    print("|" + "---|" * len(table[0]))
-    for row in table:
-        print("| " + " | ".join(row.values()) + " |")
+    print_table(table)
 
 
 if __name__ == "__main__":

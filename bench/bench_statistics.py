@@ -59,7 +59,7 @@ from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.state.memory import MemoryState  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
-from bench.synthetic import build_kb, du, mb, pct  # noqa: E402
+from bench.synthetic import build_kb, du, mb, pct, print_table  # noqa: E402
 
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
 QUESTIONS = [q["question"] for q in yaml.safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
@@ -288,10 +288,7 @@ async def main(args) -> None:
     for s in args.sizes.split(","):
         rows.append(await one(int(s), args))
         print(" | ".join(rows[-1].values()), flush=True)
-    print("| " + " | ".join(rows[0]) + " |")
-    print("|" + "---|" * len(rows[0]))
-    for row in rows:
-        print("| " + " | ".join(row.values()) + " |")
+    print_table(rows)
 
 
 if __name__ == "__main__":

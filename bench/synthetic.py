@@ -120,21 +120,21 @@ async def check(runtime: Runtime, collection: str = "kb") -> None:
         assert getattr(saved, name) == getattr(scanned, name), f"synthetic statistics differ from a scan: {name}"
 
 
-class NamedRandomEmbedder:
+def named_random_embedder(name: str, dim: int):
     """Hashed random unit vectors under another embedder's name and size (registry rows)."""
+    from bench.bench_facilities import HashedRandomEmbedder
 
-    def __init__(self, name: str, dim: int) -> None:
-        self.name, self.dim = name, dim
+    embedder = HashedRandomEmbedder()
+    embedder.name, embedder.dim = name, dim
+    return embedder
 
-    def _vec(self, text: str) -> list[float]:
-        v = np.random.default_rng(abs(hash(text)) % 2**32).standard_normal(self.dim).astype(np.float32)
-        return (v / np.linalg.norm(v)).tolist()
 
-    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
+def print_table(rows: list[dict[str, str]]) -> None:
+    """`rows` as one Markdown table (their keys the header)."""
+    print("| " + " | ".join(rows[0]) + " |")
+    print("|" + "---|" * len(rows[0]))
+    for row in rows:
+        print("| " + " | ".join(row.values()) + " |")
 
 
 def declare_registry(path: Path, collection: str) -> Path:
@@ -154,7 +154,7 @@ async def build_registry(runtime: Runtime, declaration: Path, rows: int) -> floa
 
     started = time.perf_counter()
     real = runtime.embedder()
-    cheap = NamedRandomEmbedder(real.name, len(await real.embed_query("dimension")))
+    cheap = named_random_embedder(real.name, len(await real.embed_query("dimension")))
     registry = Registry(load_declaration(declaration), runtime)
     report = await registry.ingest_rows(synthetic(registry, rows), embedder=cheap)  # type: ignore[arg-type]
     assert report.loaded == rows, report.summary()
