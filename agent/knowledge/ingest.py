@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
-from agent.knowledge import calibration, statistics
+from agent.knowledge import calibration, statistics, statistics_log
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge import versions
 from agent.knowledge.embed_cache import embed_with_cache, open_cache, text_hash
@@ -264,9 +264,13 @@ async def ingest(
     states = await file_states(runtime, name, metadata)
     # what this ingest changes in the statistics (None: they do not describe the collection as it
     # is, and are rebuilt by a scan at the end)
+    started_from = (metadata or {}).get(calibration.CONTENT_KEY)
     saved = statistics.open_saved(runtime, name) if states else None
+    if states and (saved is None or saved.content_version != started_from) and \
+            await statistics_log.catch_up(runtime, name, started_from):  # another host's ingest
+        saved = statistics.open_saved(runtime, name)
     stats: statistics.Statistics | None = statistics.Statistics()
-    if states and (saved is None or saved.content_version != (metadata or {}).get(calibration.CONTENT_KEY)):
+    if states and (saved is None or saved.content_version != started_from):
         stats = None
     work = []
     for doc, chunks in planned:
@@ -324,15 +328,22 @@ async def ingest(
     if report.chunks_written:
         await runtime.store.optimize(name)  # index the new points now (Edge), not at query time
     if report.updated or report.pruned:
-        version = await calibration.mark_changed(runtime, name)
-        if stats is not None:
+        version = versions.new_version()
+        if stats is not None:  # other hosts read the change before they see the new version
             stats.content_version = version
-            await (statistics.apply if states else statistics.save)(runtime, name, stats)
+            await statistics_log.publish(runtime, name, stats, started_from if states else None)
+        await calibration.mark_changed(runtime, name, version)
+        if stats is not None:
+            if states:
+                await statistics.apply(runtime, name, stats, expect=started_from)
+            else:
+                await statistics.save(runtime, name, stats)
+            await statistics_log.compact(runtime, name)
     if stats is None or report.updated or report.pruned:
         from agent.knowledge.vocabulary import forget_vocabulary
 
         if stats is None:  # none yet (an older build's collection) or out of step: one scan, now
-            await statistics.build(runtime, name)
+            await statistics_log.rebuild(runtime, name)
         forget_vocabulary(runtime, name)  # this process reads the new statistics
     stale, version = await calibration.stored(runtime, name)
     if calibration_wanted and (stale is None or stale.content_version != version):

@@ -14,11 +14,12 @@ chunks away), in one transaction, so a reader sees the old statistics or the new
 A chunk's index terms are those of its BM25 vector (their 32-bit indices, `sparse.term_index`):
 what the ingest just computed for the vector, and what a scan reads back with it — no chunk is
 tokenised a second time (tokenising was ~0.4 ms a chunk: a quarter of an ingest whose vectors
-were cached, and minutes of CPU for a scan of 1M chunks). A full scan of the collection runs
-only to build statistics that do not exist yet (a collection ingested by an older build) or no
-longer match the collection (another host's ingest into a shared Qdrant server) — at ingest, at
-warm start, or in the background, a couple of milliseconds at a time and never while a search
-runs (`Runtime.idle`), so questions go first.
+were cached, and minutes of CPU for a scan of 1M chunks). Another host's ingest into a shared
+Qdrant server reaches this host's file as the changes it published (statistics_log.py). A full
+scan of the collection runs only to build statistics that neither exist here nor can be had
+from that log (a collection ingested by an older build) — at ingest, at warm start, or in the
+background, a millisecond at a time and never while a search runs (`Runtime.idle`), so
+questions go first.
 """
 
 from __future__ import annotations
@@ -169,13 +170,15 @@ async def save(runtime: "Runtime", collection: str, stats: Statistics) -> None:
     await asyncio.to_thread(write, path_of(runtime, collection), stats, True)
 
 
-async def apply(runtime: "Runtime", collection: str, changes: Statistics) -> None:
-    """Add what one ingest changed to the saved statistics (which must describe the content the
-    ingest started from) and stamp them with `changes.content_version`, in one transaction."""
-    await asyncio.to_thread(write, path_of(runtime, collection), changes, False)
+async def apply(runtime: "Runtime", collection: str, changes: Statistics, *, expect: str | None) -> bool:
+    """Add what one ingest changed to the saved statistics and stamp them with
+    `changes.content_version`, in one transaction — only if they describe `expect`, the content
+    the changes start from (False, and nothing written, when they do not: another process of
+    this host applied them first)."""
+    return await asyncio.to_thread(write, path_of(runtime, collection), changes, False, expect)
 
 
-def write(path: Path, stats: Statistics, replace: bool) -> None:
+def write(path: Path, stats: Statistics, replace: bool, expect: str | None = None) -> bool:
     """In a worker thread: SQLite releases the GIL as it works, so questions keep running."""
     db = sqlite3.connect(private_file(path), timeout=30)
     try:
@@ -195,8 +198,10 @@ def write(path: Path, stats: Statistics, replace: bool) -> None:
                 for table in (*COUNTERS, "meta"):
                     db.execute(f"DELETE FROM {table}")
             else:
-                row = db.execute("SELECT value FROM meta WHERE key = 'chunks'").fetchone()
-                chunks += int(row[0]) if row else 0
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                if (meta.get("content_version") or None) != expect:
+                    return False
+                chunks += int(meta.get("chunks") or 0)
             for table in COUNTERS:
                 counter: Counter = getattr(stats, table)
                 # only titles are ranked (`most_common`): the other tables' order is not read
@@ -215,6 +220,7 @@ def write(path: Path, stats: Statistics, replace: bool) -> None:
         db.close()
     if replace:
         path.with_suffix(".json").unlink(missing_ok=True)  # what an older build saved
+    return True
 
 
 async def chunks_of(runtime: "Runtime", collection: str, flt, batch: int = 1024) -> list[Chunk]:

@@ -3,8 +3,10 @@
 Read from the statistics an ingest stored with the collection (agent/knowledge/statistics.py),
 looked up a term at a time, so opening them costs the same at any size; a later ingest by
 another process is noticed by a content-version check every CHECK_SECONDS and swapped in by a
-background task while questions keep the previous vocabulary (the task rebuilds them by a scan
-only when no process saved them for that version). The off-topic check uses it to tell a
+background task while questions keep the previous vocabulary: the statistics that process
+saved on this host, or, from another host of a shared server, its published changes applied to
+this host's (agent/knowledge/statistics_log.py); the task rebuilds them by a scan only when
+neither exists (a collection ingested by an older build). The off-topic check uses it to tell a
 message written in the documents' own words ("PEIMS #s?", "probation B?") from one that merely
 shares a few common words with them.
 """
@@ -20,7 +22,7 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.knowledge import statistics
+from agent.knowledge import statistics, statistics_log
 from agent.knowledge.sparse import tokens
 
 log = logging.getLogger(__name__)
@@ -103,8 +105,9 @@ async def _first(runtime, collection: str) -> _Loaded:
     an older build) is scanned once and its statistics saved."""
     version = await _version(runtime, collection)
     saved = statistics.open_saved(runtime, collection)
-    if saved is None:
-        await statistics.build(runtime, collection)
+    if saved is None:  # a new host of a shared store reads them from its log, else one scan
+        if not await statistics_log.catch_up(runtime, collection, version):
+            await statistics_log.rebuild(runtime, collection)
         saved = statistics.open_saved(runtime, collection)
     described = saved.content_version if saved is not None else version
     loaded = _Loaded(Vocabulary.of(saved), described, time.monotonic())
@@ -119,8 +122,11 @@ async def _saved(runtime, collection: str, version: str | None) -> statistics.St
     deadline = time.monotonic() + SAVED_WAIT_SECONDS
     while True:
         saved = statistics.open_saved(runtime, collection)
-        if saved is not None and saved.content_version in (version, await _version(runtime, collection)):
+        current = await _version(runtime, collection)
+        if saved is not None and saved.content_version in (version, current):
             return saved
+        if await statistics_log.catch_up(runtime, collection, current):  # another host's ingest
+            return statistics.open_saved(runtime, collection)
         if time.monotonic() >= deadline:
             return None
         await asyncio.sleep(min(SAVED_POLL_SECONDS, SAVED_WAIT_SECONDS))
@@ -131,7 +137,7 @@ async def _refresh(runtime, collection: str, loaded: _Loaded, version: str | Non
     try:
         saved = await _saved(runtime, collection, version)
         if saved is None:
-            await statistics.build(runtime, collection)
+            await statistics_log.rebuild(runtime, collection)
             saved = statistics.open_saved(runtime, collection)
         if saved is not None:
             loaded.vocabulary, loaded.version = Vocabulary.of(saved), saved.content_version

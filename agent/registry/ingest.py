@@ -81,6 +81,6 @@ async def ingest_rows(runtime: "Runtime", schema: RecordSchema, parsed: ParsedRo
         places.count(levels, map(levels.located, changed))
         report.places = places
     if changed or gone:
-        await mark_changed(runtime, collection)
+        await mark_changed(runtime, collection, report.places.to_json() if report.places is not None else None)
         runtime.mark_written(collection)  # this process's registries re-read their places at once
     return report

@@ -37,7 +37,7 @@ from agent.registry.places import KnownPlaces, PlaceLevels
 from agent.registry.records import ParsedRows, RecordSchema
 from agent.registry.results import RegistryResults
 from agent.registry.search import Searcher
-from agent.registry.store import VERSION_KEY
+from agent.registry.store import PLACES_KEY, VERSION_KEY
 from agent.registry.views import Views
 from agent.registry.words import GenericWords, load_generic_words
 
@@ -107,7 +107,7 @@ class Registry:
             if cached is not None and cached.version == version and cached.exists == (meta is not None):
                 cached.checked = time.monotonic()
                 return cached
-            known = self._saved(version) if meta is not None else KnownPlaces.from_records(self.levels, [])
+            known = self._saved(version, meta) if meta is not None else KnownPlaces.from_records(self.levels, [])
             if known is None and cached is not None and cached.exists and meta is not None:
                 # another host changed the registry (a shared server) and this machine has not its
                 # places: they are read in the background while searches keep the previous ones
@@ -124,11 +124,16 @@ class Registry:
         self._places = _Places(version, exists, time.monotonic(), known, index)
         return self._places
 
-    def _saved(self, version: str | None) -> KnownPlaces | None:
-        """The places saved for this registry version (read in time proportional to their size)."""
+    def _saved(self, version: str | None, meta: dict[str, Any] | None = None) -> KnownPlaces | None:
+        """The places saved for this registry version (read in time proportional to their size):
+        this host's, or those the ingesting host put in a shared store's metadata."""
         saved = sidecar.load(self.runtime, self.collection, PLACES)
         if saved is not None and version is not None and saved.get("version") == version:
             return KnownPlaces.from_json(saved["places"])
+        shared = (meta or {}).get(PLACES_KEY)
+        if isinstance(shared, dict) and version is not None and shared.get("version") == version:
+            sidecar.save(self.runtime, self.collection, PLACES, shared)
+            return KnownPlaces.from_json(shared["places"])
         return None
 
     async def _read_places(self, version: str | None) -> KnownPlaces:
@@ -184,7 +189,7 @@ class Registry:
     async def _saved_places(self) -> KnownPlaces | None:
         """The places saved for the registry as it is now (none before its first ingest), or None."""
         meta = await self.runtime.store.collection_metadata(self.collection)
-        return KnownPlaces.from_records(self.levels, []) if meta is None else self._saved(meta.get(VERSION_KEY))
+        return KnownPlaces.from_records(self.levels, []) if meta is None else self._saved(meta.get(VERSION_KEY), meta)
 
     async def parse(self, text: str) -> ParsedQuery:
         """The deterministic reading of `text` (see agent/registry/parsing/)."""

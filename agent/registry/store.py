@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agent.runtime import Runtime
 
 VERSION_KEY = "registry_version"
+PLACES_KEY = "registry_places"  # a shared store's places of the current version
 _T = models.PayloadSchemaType
 
 
@@ -95,7 +96,13 @@ async def upsert_records(runtime: "Runtime", schema: RecordSchema, name: str, re
             cache.close()
 
 
-async def mark_changed(runtime: "Runtime", name: str) -> None:
-    """A new version in the collection's metadata: every registry object reloads its places."""
+async def mark_changed(runtime: "Runtime", name: str, places: dict[str, Any] | None = None) -> str:
+    """A new version in the collection's metadata: every registry object reloads its places.
+    On a shared store the places counted for it (`KnownPlaces.to_json`, proportional to the
+    number of places) go in the same write, so another host reads them instead of every record."""
     metadata = await runtime.store.collection_metadata(name) or {}
-    await runtime.store.update_metadata(name, {**metadata, VERSION_KEY: uuid.uuid4().hex})
+    version = uuid.uuid4().hex
+    shared = {PLACES_KEY: {"version": version, "places": places}} if places is not None and not runtime.store.exclusive \
+        else {PLACES_KEY: None}
+    await runtime.store.update_metadata(name, {**metadata, VERSION_KEY: version, **shared})
+    return version
