@@ -70,6 +70,23 @@ async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_req
             assert route.name == "offtopic" or (route.name == "knowledge" and route.borderline), route.reason
 
 
+async def test_inside_a_thread_a_message_that_says_a_full_questions_worth_is_judged_as_if_alone(kb_settings):
+    """The thread lowers the bar for short messages only: a long new request is refused as it
+    would be on its own, and a long real question in the thread is still answered."""
+    settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
+    history = [ChatMessage(role="user", content="what's the parent share of cost for a family of 4?")]
+    async with open_runtime(settings) as rt, service_on(rt) as service:
+        for request in ("thanks a lot! unrelated, but could you help me write a toast for my brother's wedding?",
+                        "cool, thanks. by the way which team do you think wins the World Series this year?"):
+            assert (await service.route(request, [])).name == "offtopic"  # refused when alone...
+            route = await service.route(request, history)
+            assert route.name == "offtopic", (request, route.reason)  # ...and so in a thread
+        for question in ("ok and what documents does the parent have to bring in to prove their income?",
+                         "and if the family misses a payment of that share, what happens to their care?"):
+            route = await service.route(question, history)
+            assert route.name == "knowledge", (question, route.reason)
+
+
 async def test_the_routes_eval_section_scores_each_message_alone_and_names_the_misses(kb_settings):
     from agent.evaluation import routes
 

@@ -218,12 +218,16 @@ class Classifier:
                          best_score=best_score(found), also=list(also), rewritten=bool(also))
         alone = await find(text, ())
         best = best_score(alone)
-        # In a thread, only a message that is off-topic by a wide margin on its own is refused
-        # ("thanks! now tell me a joke"); one that merely says little alone leans on the thread.
+        # In a thread, a short message is refused only when it is off-topic by a wide margin on
+        # its own ("thanks! now tell me a joke"); one that merely says little alone leans on the
+        # thread.
         # "and for 5 people?" continues a thread askdesk may not see (a new Slack mention): never refused
         topic = None
         if self.gate is not None and not starts_like_followup(text):
-            topic = await self.gate.judge(text, best_centered(alone), in_thread=bool(also),
+            # a message that says as much on its own as a full question (STANDALONE_TERMS words)
+            # is judged as if it were alone: the thread lowers the bar only for what says little
+            leans = bool(also) and own_terms(text) < STANDALONE_TERMS
+            topic = await self.gate.judge(text, best_centered(alone), in_thread=leans,
                                           refers_back=bool(also) and refers_back(text))
         reason = topic.reason if topic is not None else "continues a thread"
         if topic is not None and topic.zone == "off":

@@ -47,8 +47,10 @@ log = logging.getLogger(__name__)
 # eval/dev-gate.yaml, the demo's calibration/dev/fresh4/fresh5/thread_offtopic), never on the
 # held-out ones.
 REFUSE = 50
-# Inside a thread a message may say little on its own; one that points back at the thread says
-# even less: both are refused only on stronger evidence (lower percentiles).
+# Inside a thread a short message may say little on its own; one that points back at the
+# thread says even less: both are refused only on stronger evidence (lower percentiles). A
+# message in a thread that says as much as a full question (classify.STANDALONE_TERMS words of
+# its own) is judged like one sent alone.
 THREAD = 25
 REFERS = 10
 # Centered similarities need the collection's mean passage; a knowledge base of a few passages
