@@ -52,49 +52,6 @@ async def test_no_answerable_dev_question_is_marked_and_tuning_gaps_are_said_pla
         assert r.route == "knowledge" and r.search_only
 
 
-async def test_the_searches_by_meaning_and_by_words_agree_on_an_answered_question_not_on_a_gap(full_kb):
-    from agent.knowledge.agreement import retrievers_agree
-
-    assert await retrievers_agree(full_kb, "what is the income limit for a family of 4 in BCY26?") is True
-    assert await retrievers_agree(full_kb, "does the center have to provide diapers for infants?") is False
-    assert await retrievers_agree(full_kb, "   ") is None
-
-
-async def test_a_search_only_answer_whose_two_searches_disagree_is_marked_when_its_evidence_is_middling(
-        full_kb, monkeypatch):
-    """Evidence between the examples' 75th and 95th percentiles: marked only because the
-    passage found by meaning and the one found by words differ (nothing else changes)."""
-    import agent.capabilities.knowledge as knowledge_module
-
-    question = "does the center have to provide diapers for infants?"
-    async with service_on(full_kb) as service:
-        marked = await service.answer(AskRequest(text=question, thread_id="g1"))
-        assert marked.unanswerable and marked.answer.startswith("I couldn't find this in the documents.")
-        assert marked.references and marked.llm_calls == 0
-
-        async def unknown(*args, **kwargs):
-            return None
-
-        monkeypatch.setattr(knowledge_module, "retrievers_agree", unknown)
-        assert not (await service.answer(AskRequest(text=question, thread_id="g2"))).unanswerable
-
-
-def test_disagreement_counts_only_between_the_two_percentiles():
-    from agent.knowledge.calibration import Calibration
-    from agent.understanding.answerable import needs_agreement, unanswerable
-
-    c = Calibration(content_version="v", examples_version="e", embedder="x", chunks=100, passage_center=[],
-                    query_center=[], kb={"all": {"p75": 0.2, "p95": 0.3, "p100": 0.4}}, margin={})
-    assert unanswerable(c, "en", 0.15, model=False)  # weak evidence alone
-    assert unanswerable(c, "en", 0.25, model=False, agree=False)
-    assert not unanswerable(c, "en", 0.25, model=False, agree=True)
-    assert not unanswerable(c, "en", 0.25, model=False, agree=None)
-    assert not unanswerable(c, "en", 0.35, model=False, agree=False)  # strong evidence: the passage stands
-    assert needs_agreement(c, "en", 0.25, model=False)
-    assert not needs_agreement(c, "en", 0.15, model=False) and not needs_agreement(c, "en", 0.35, model=False)
-    assert not needs_agreement(c, "en", 0.25, model=True)  # a model's answer is judged by its own signals
-
-
 async def test_a_model_that_did_not_find_it_marks_the_answer_and_the_closest_sources_are_shown(full_kb):
     model = ScriptedModel(final("I don't know from the available documents; ask your board's CCS office.",
                                 confidence=0.2))

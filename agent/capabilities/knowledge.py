@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent.knowledge.agreement import retrievers_agree
 from agent.capabilities.base import Command, CommandResult, EvalSection, Found, SearchOnly
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
@@ -123,10 +122,6 @@ class KnowledgeCapability:
 
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
         return await self.search(query)
-
-    async def agrees(self, query: str) -> bool | None:
-        """Do the searches by meaning and by words find the same best passage for `query`?"""
-        return await retrievers_agree(self.runtime, query, self.collection)
 
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
         result = found.result if found is not None else None

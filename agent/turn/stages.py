@@ -30,7 +30,7 @@ from agent.turn.loop import run_agent
 from agent.turn.state import CountedModel, Turn
 from agent.capabilities.knowledge import best_centered
 from agent.knowledge.language import detect_language
-from agent.understanding.answerable import needs_agreement, unanswerable
+from agent.understanding.answerable import unanswerable
 from agent.understanding.router import describe
 
 log = logging.getLogger("askdesk.service")
@@ -140,12 +140,8 @@ async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
     if not model and not result.references:  # the search found nothing at all: said so already
         result.unanswerable = True
         return
-    calibration, lang, evidence = state.calibration if state else None, detect_language(turn.text), best_centered(found)
-    agree = None
-    if needs_agreement(calibration, lang, evidence, model=model):
-        agree = await ctx.knowledge.agrees((found.query if found else "") or turn.text)
-    if not unanswerable(calibration, lang, evidence, model=model, confidence=result.confidence, cited=cited,
-                        agree=agree):
+    if not unanswerable(state.calibration if state else None, detect_language(turn.text), best_centered(found),
+                        model=model, confidence=result.confidence, cited=cited):
         return
     result.unanswerable = True
     if not model:

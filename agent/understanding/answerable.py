@@ -6,10 +6,10 @@ requests to decline sit relative to THIS knowledge base (agent/knowledge/calibra
 with a model, its own confidence and whether its answer cites anything.
 
 - Without a model (search-only): unanswerable when the best passage is no closer than 75 % of
-  the examples to decline come (written in the question's language), or no closer than 95 % of
-  them while the search by meaning and the search by words found different best passages
-  (agent/knowledge/agreement.py). The passages are still shown, headed as
-  "closest", never hidden. Measured in docs/answerable.md.
+  the examples to decline come (written in the question's language). On the tuning sets
+  (examples/*/eval/answerable-tune.yaml against dev/eval questions) this flagged no answerable
+  question, and caught a third of the unanswerable ones: the passages are still shown, headed
+  as "closest", never hidden.
 - With a model: unanswerable when the model's confidence is below UNSURE (the agent prompt
   tells it to say it does not know and score low), or when it cites nothing and the best
   passage is no closer than every example to decline. The model's words stay: the prompt
@@ -26,14 +26,11 @@ if TYPE_CHECKING:
 UNSURE = 0.4  # the model's confidence below which it did not find the answer in the documents
 SEARCH_ONLY_PCT = 75
 NO_CITATION_PCT = 100
-DISAGREE_PCT = 95
 
 
 def unanswerable(calibration: "Calibration | None", lang: str, evidence: float | None, *, model: bool,
-                 confidence: float | None = None, cited: bool = True, agree: bool | None = None) -> bool:
-    """The judgement for one knowledge answer (False when there is nothing to judge by).
-    `agree`: whether the search by meaning and the search by words found the same best passage
-    (agent/knowledge/agreement.py; None: not known)."""
+                 confidence: float | None = None, cited: bool = True) -> bool:
+    """The judgement for one knowledge answer (False when there is nothing to judge by)."""
     if model and confidence is not None and confidence < UNSURE:
         return True
     if calibration is None or evidence is None:
@@ -43,17 +40,4 @@ def unanswerable(calibration: "Calibration | None", lang: str, evidence: float |
         return False
     if model:
         return not cited and evidence <= floor
-    if evidence <= floor:
-        return True
-    # no closer than every example to decline, and the two retrievers settled on different passages
-    ceiling = calibration.percentile("kb", lang, DISAGREE_PCT)
-    return agree is False and ceiling is not None and evidence <= ceiling
-
-
-def needs_agreement(calibration: "Calibration | None", lang: str, evidence: float | None, *, model: bool) -> bool:
-    """Whether a search-only judgement depends on the retrievers' agreement (worth its two searches)."""
-    if model or calibration is None or evidence is None:
-        return False
-    floor = calibration.percentile("kb", lang, SEARCH_ONLY_PCT)
-    ceiling = calibration.percentile("kb", lang, DISAGREE_PCT)
-    return floor is not None and ceiling is not None and floor < evidence <= ceiling
+    return evidence <= floor
