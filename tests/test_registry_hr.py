@@ -159,6 +159,8 @@ async def test_tool_call_and_references(office):
     # no place: an office noun AND one of the registry's criteria still make a search of it
     ("which offices have a nursing room?", True), ("offices without wheelchair access", True),
     ("write me a poem about our offices", False),
+    # no place and no office noun: two of the registry's criteria ("bike storage" alone: one)
+    ("bike storage and a cafeteria", True), ("offices that open on sundays", True),
 ])
 async def test_claims(office, text, claimed):
     assert office.claims(text) is claimed

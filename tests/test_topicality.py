@@ -173,6 +173,13 @@ async def test_a_registry_search_without_a_place_is_routed_to_the_registry_only_
         assert route.name == "facility", route.reason
         route = await service.route("write me a song about centers with infant care")
         assert route.name != "facility", route.reason
+        # two of the registry's criteria read whole make a search without the records' noun;
+        # words such as "take" or "also" do not stop it from reading whole
+        for search in ("accredited with after-school care", "which ones take infants and also do drop-in care?"):
+            route = await service.route(search)
+            assert route.name == "facility", (search, route.reason)
+        route = await service.route("compose a limerick about accredited after-school care")
+        assert route.name != "facility", route.reason
 
 
 async def test_ingesting_new_documents_recalibrates_the_gate(tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 """Does a message's wording make it a search of this registry? Its nouns ("daycare", generic
 "center"…) or a criterion word ("infant care", "drop-in"), AND a place, distance, number or
 hours phrase ("in Austin", "78702", "within 10 miles", "150 kids", "open until 6"); or, with no
-such phrase, a noun AND a criterion ("which offices have a nursing room?").
+such phrase, a noun AND a criterion ("which offices have a nursing room?") or two criteria
+("computer labs open 24 hours").
 
 This is the pre-filter's rule for a registry; the understanding layer may still veto a message
 that asks the documents about amounts or rules ("how much does a daycare in Houston get?").
@@ -58,7 +59,10 @@ class Claims:
         noun = self.nouns_re is not None and bool(self.nouns_re.search(fold(text)))
         if not self.anchored(text):
             # no place: the records' noun and one of their criteria ("which offices have a
-            # nursing room?", "centers with infant care") still make a search, provided the
-            # registry's reading places every other word (checked by the understanding layer)
-            return noun and self.parser.mentions_criteria(text)
+            # nursing room?", "offices open on saturdays"), or two criteria without the noun
+            # ("computer labs open 24 hours": a service and the hours) still make a search,
+            # provided the registry's reading places every other word (checked by the
+            # understanding layer)
+            named = self.parser.criteria_named(text)
+            return (noun and named >= 1) or named >= 2
         return noun or self.parser.mentions_criteria(text)

@@ -43,14 +43,15 @@ class QueryParser:
         """Does `text` name a flag or tag value of the registry ("infant care", "drop-in")?"""
         return bool(self.spec.criteria and self.spec.criteria.search(normalise(text)))
 
-    def parse(self, text: str, index: PlaceIndex) -> ParsedQuery:
-        spec = self.spec
+    def criteria_named(self, text: str) -> int:
+        """How many of the registry's criteria `text` names — flags, tag fields, days, hours,
+        numbers ("computer labs open on Sundays": 2) — read as `parse` reads them, places aside."""
         st = Parse(normalise(text or ""))
-        st.text = spec.qualifiers.sub(" ", st.text)  # "downtown Austin" is Austin
-        quoted = take_quoted(st)
-        take_limit(st, spec)
-        if spec.has_geo:
-            take_latlon(st)
+        self._take_criteria(st)
+        return sum(1 for key, value in st.values.items() if not key.startswith("_") and value not in (None, [], ""))
+
+    def _take_criteria(self, st: Parse) -> None:
+        spec = self.spec
         if spec.has_days:
             take_days(st, spec)
         if spec.hours is not None:
@@ -60,6 +61,16 @@ class QueryParser:
             take_radius(st)
         take_flags(st, spec)
         take_tags(st, spec)
+
+    def parse(self, text: str, index: PlaceIndex) -> ParsedQuery:
+        spec = self.spec
+        st = Parse(normalise(text or ""))
+        st.text = spec.qualifiers.sub(" ", st.text)  # "downtown Austin" is Austin
+        quoted = take_quoted(st)
+        take_limit(st, spec)
+        if spec.has_geo:
+            take_latlon(st)
+        self._take_criteria(st)
         places = PlaceReader(st, spec, index)
         if spec.has_geo:
             places.take_near()
