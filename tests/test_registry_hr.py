@@ -89,6 +89,11 @@ async def test_it_is_a_capability_with_its_own_command_and_tool(office):
     ("offices in 60607", lambda r: r["zip"] == "60607"),
     ("no cafeteria, wheelchair accessible, in Chicago",
      lambda r: r["city"] == "Chicago" and r["cafeteria"] == "N" and r["wheelchair_access"] == "Y"),
+    # days named in Spanish and Vietnamese, with or without accents (agent/data/registry_words.yaml)
+    ("todas las oficinas abiertas los domingos", lambda r: "Sun" in r["days"]),
+    ("oficinas que abren los sabados con cafeteria", lambda r: "Sat" in r["days"] and r["cafeteria"] == "Y"),
+    ("tất cả văn phòng mở cửa thứ bảy", lambda r: "Sat" in r["days"]),
+    ("all offices mo cua chu nhat", lambda r: "Sun" in r["days"]),
 ])
 async def test_command_filters_match_the_csv(office, text, expected):
     want = where(expected)

@@ -33,6 +33,16 @@ class GenericWords(BaseModel):
     near_markers: list[str]
     stop_after_place: list[str]
     place_qualifiers: list[str]
+    day_names: dict[str, list[str]] = {}  # English day word -> other languages' (regex)
+    day_span_words: list[str] = []  # "to" between two days, in other languages (regex)
+
+    def day_translations(self) -> list[tuple[re.Pattern, str]]:
+        """(pattern, English word) for every other-language day name, with and without accents."""
+        out = []
+        for english, phrases in self.day_names.items():
+            alternatives = sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True)
+            out.append((re.compile(r"(?<![\w-])(?:" + "|".join(alternatives) + r")(?![\w-])"), english))
+        return out
 
     def place_marker_re(self) -> str:
         """'<marker> <Capitalised Name>', the markers in any case (match it on folded text)."""

@@ -34,8 +34,24 @@ def _day(word: str) -> str:
     return WEEKDAYS[[d.lower() for d in WEEKDAYS].index(word[:3])]
 
 
+_ENGLISH_DAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+
+
+def translate(text: str, spec: ParserSpec) -> str:
+    """Other languages' day names as the English ones ("los domingos" -> "los sunday", "de lunes
+    a viernes" -> "de monday to friday"), from the shared word lists (agent/data/registry_words.yaml)."""
+    for pattern, english in spec.day_translations:
+        text = pattern.sub(english, text)
+    if spec.day_span_words and spec.day_translations:
+        between = "|".join(spec.day_span_words)
+        text = re.sub(r"(?<![\w-])(" + _ENGLISH_DAY + r")\s+(?:" + between + r")\s+(" + _ENGLISH_DAY + r")(?![\w-])",
+                      r"\1 to \2", text)
+    return text
+
+
 def take_days(st: Parse, spec: ParserSpec) -> None:
     days: set[str] = set()
+    st.text = translate(st.text, spec)
 
     def _rest(m: re.Match) -> str | None:
         """Keep 'open' when a time follows, so "open weekends until 7pm" still reads the time."""
