@@ -94,6 +94,10 @@ async def test_it_is_a_capability_with_its_own_command_and_tool(office):
     ("oficinas que abren los sabados con cafeteria", lambda r: "Sat" in r["days"] and r["cafeteria"] == "Y"),
     ("tất cả văn phòng mở cửa thứ bảy", lambda r: "Sat" in r["days"]),
     ("all offices mo cua chu nhat", lambda r: "Sun" in r["days"]),
+    # opening hours in Spanish and Vietnamese
+    ("todas las oficinas abiertas hasta las 7 de la tarde", lambda r: closes(r) >= 19 * 60),
+    ("all offices mở cửa đến 7 giờ tối", lambda r: closes(r) >= 19 * 60),
+    ("all offices mo cua den 19:00", lambda r: closes(r) >= 19 * 60),
 ])
 async def test_command_filters_match_the_csv(office, text, expected):
     want = where(expected)

@@ -35,13 +35,26 @@ class GenericWords(BaseModel):
     place_qualifiers: list[str]
     day_names: dict[str, list[str]] = {}  # English day word -> other languages' (regex)
     day_span_words: list[str] = []  # "to" between two days, in other languages (regex)
+    hours_phrases: dict[str, list[str]] = {}  # "open until" / "open at" -> other languages' (regex)
+    time_of_day: dict[str, list[str]] = {}  # "am" / "pm" -> what follows an hour in other languages (regex)
+    hour_words: list[str] = []  # a word after an hour that only says "o'clock" (regex)
 
     def day_translations(self) -> list[tuple[re.Pattern, str]]:
         """(pattern, English word) for every other-language day name, with and without accents."""
-        out = []
-        for english, phrases in self.day_names.items():
-            alternatives = sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True)
-            out.append((re.compile(r"(?<![\w-])(?:" + "|".join(alternatives) + r")(?![\w-])"), english))
+        return translations(self.day_names)
+
+    def hours_translations(self) -> list[tuple[re.Pattern, str]]:
+        """(pattern, English words) for other languages' hours phrases, the part of the day after
+        an hour ("7 de la tarde" -> "7 pm") and "o'clock" words ("7 giờ" -> "7")."""
+        time = r"(\d{1,2}(?::\d{2})?)\s*"
+        hour_word = "|".join(sorted({p for w in self.hour_words for p in (w, fold(w))}, key=len, reverse=True))
+        after = rf"(?:(?:{hour_word})\s+)?" if hour_word else ""
+        out = translations(self.hours_phrases)
+        for half, phrases in self.time_of_day.items():
+            alternatives = "|".join(sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True))
+            out.append((re.compile(time + after + r"(?:" + alternatives + r")(?![\w-])"), rf"\1 {half}"))
+        if hour_word:
+            out.append((re.compile(time + r"(?:" + hour_word + r")(?![\w-])"), r"\1"))
         return out
 
     def place_marker_re(self) -> str:
@@ -59,6 +72,16 @@ class GenericWords(BaseModel):
 
     def filler_words(self) -> frozenset[str]:
         return frozenset(self.filler.split())
+
+
+def translations(table: dict[str, list[str]]) -> list[tuple[re.Pattern, str]]:
+    """(pattern, English) for each entry of `table`: its phrases (regex) as whole words, typed
+    with or without accents."""
+    out = []
+    for english, phrases in table.items():
+        alternatives = sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True)
+        out.append((re.compile(r"(?<![\w-])(?:" + "|".join(alternatives) + r")(?![\w-])"), english))
+    return out
 
 
 def load_generic_words() -> GenericWords:

@@ -1,5 +1,6 @@
 """Opening hours: "open at/by 6:30" (am unless "pm"), "open until 6:30" (pm unless "am"); a
-declaration adds its own ways to say them ("pick up by 6", "drop off at 7")."""
+declaration adds its own ways to say them ("pick up by 6", "drop off at 7"), and the shared word
+lists other languages' ("abierto hasta las 7 de la tarde", "mở cửa từ 6 giờ sáng")."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def to_hhmm(hour: int, minute: int, half: str | None) -> str | None:
 
 
 class HoursPatterns:
-    def __init__(self, hours: HoursField) -> None:
+    def __init__(self, hours: HoursField, translations: list[tuple[re.Pattern, str]] | None = None) -> None:
+        # other languages' phrases read as the English ones (agent/data/registry_words.yaml)
+        self.translations = translations or []
         until = [r"(?:open(?:s|ing)?|stay(?:s|ing)?\s+open)\s+(?:until|till|til|to|past|after)",
                  r"clos(?:es|ing)\s+(?:at|after)", *hours.words.open_until]
         opens = [r"open(?:s|ing)?", *hours.words.open_at]
@@ -32,6 +35,9 @@ class HoursPatterns:
 
 
 def take_hours(st: Parse, patterns: HoursPatterns) -> None:
+    for pattern, english in patterns.translations:
+        st.text = pattern.sub(english, st.text)
+
     def _open(m: re.Match) -> bool | None:
         hhmm = to_hhmm(int(m.group("h")), int(m.group("m") or 0), m.group("half"))
         if hhmm is None:

@@ -91,7 +91,7 @@ class ParserSpec:
         self.has_days = decl.days is not None
         self.day_translations = words.day_translations() if self.has_days else []
         self.day_span_words = [w for word in words.day_span_words for w in dict.fromkeys((word, fold(word)))]
-        self.hours = HoursPatterns(decl.hours[1]) if decl.hours else None
+        self.hours = HoursPatterns(decl.hours[1], words.hours_translations()) if decl.hours else None
         self.numbers = [p for name, n in decl.numbers.items()
                         for p in _number_patterns(name, n, n.filter in ("min", "range"), n.filter in ("max", "range"))]
         negation = words.negation_re()
