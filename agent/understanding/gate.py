@@ -11,7 +11,8 @@ language. No threshold is a raw similarity tuned to one knowledge base.
 
 Three outcomes (`TopicVerdict.zone`):
 - `off`: the message leans toward an example to decline (rather than toward the knowledge base)
-  as far as most of the examples themselves do: refused without a model;
+  as far as most of the examples themselves do, and does not point back at its thread: refused
+  without a model;
 - `on`: the message comes closer to the knowledge base than any example does: answered;
 - `doubt`: everything else — the router model decides when there is one; without one the
   message is answered (a search costs less than a refused question), with a note that it may be
@@ -47,12 +48,12 @@ log = logging.getLogger(__name__)
 # eval/dev-gate.yaml, the demo's calibration/dev/fresh4/fresh5/thread_offtopic), never on the
 # held-out ones.
 REFUSE = 50
-# Inside a thread a short message may say little on its own; one that points back at the
-# thread says even less: both are refused only on stronger evidence (lower percentiles). A
-# message in a thread that says as much as a full question (classify.STANDALONE_TERMS words of
-# its own) is judged like one sent alone.
+# Inside a thread a short message may say little on its own: it is refused only on stronger
+# evidence (a lower percentile). A message in a thread that says as much as a full question
+# (classify.STANDALONE_TERMS words of its own) is judged like one sent alone. One that points
+# back at the thread ("how often do I have to change *it*?") cannot be judged alone at all: it
+# is never refused without a model (at worst doubtful: the router model decides, else answered).
 THREAD = 25
-REFERS = 10
 # Centered similarities need the collection's mean passage; a knowledge base of a few passages
 # (a first test with one file) has no meaningful mean, so nothing is refused or accepted by
 # numbers until it has this many: every message is doubtful (the model decides, else answered).
@@ -171,11 +172,13 @@ def decide(c: cal.Calibration, lang: str, kb: float, margin: float, *, in_thread
     (kb minus its similarity to the nearest example to decline), written in `lang`."""
     if c.chunks < MIN_PASSAGES:
         return TopicVerdict("doubt", f"{c.chunks} passages: too few to calibrate", kb, margin)
-    pct = (REFERS if refers_back else THREAD) if in_thread else REFUSE
-    floor = c.percentile("margin", lang, pct)
+    floor = c.percentile("margin", lang, THREAD if in_thread else REFUSE)
     ceiling = c.percentile("kb", lang, 100)
     detail = f"kb {kb:+.3f}, margin {margin:+.3f} ({lang})"
     if floor is not None and margin <= floor:
+        if in_thread and refers_back:
+            return TopicVerdict("doubt", f"{detail}: leans to the examples to decline, but points back at the thread",
+                                kb, margin)
         return TopicVerdict("off", f"{detail}: leans to the examples to decline", kb, margin)
     if ceiling is not None and kb > ceiling:
         return TopicVerdict("on", f"{detail}: closer to the documents than any example", kb, margin)
