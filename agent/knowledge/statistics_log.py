@@ -58,7 +58,7 @@ def encode(stats: Statistics) -> str:
 def decode(text: str, version: str) -> Statistics:
     data = json.loads(zlib.decompress(base64.b64decode(text)))
     return Statistics(content_version=version, chunks=int(data["chunks"]),
-                      **{key: Counter(dict((k, n) for k, n in data[key]))
+                      **{key: Counter(dict(data[key]))
                          for key in ("df", "headings", "langs", "titles")})
 
 

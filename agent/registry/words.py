@@ -47,12 +47,11 @@ class GenericWords(BaseModel):
         """(pattern, English words) for other languages' hours phrases, the part of the day after
         an hour ("7 de la tarde" -> "7 pm") and "o'clock" words ("7 giờ" -> "7")."""
         time = r"(\d{1,2}(?::\d{2})?)\s*"
-        hour_word = "|".join(sorted({p for w in self.hour_words for p in (w, fold(w))}, key=len, reverse=True))
+        hour_word = alternatives(self.hour_words)
         after = rf"(?:(?:{hour_word})\s+)?" if hour_word else ""
         out = translations(self.hours_phrases)
         for half, phrases in self.time_of_day.items():
-            alternatives = "|".join(sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True))
-            out.append((re.compile(time + after + r"(?:" + alternatives + r")(?![\w-])"), rf"\1 {half}"))
+            out.append((re.compile(time + after + r"(?:" + alternatives(phrases) + r")(?![\w-])"), rf"\1 {half}"))
         if hour_word:
             out.append((re.compile(time + r"(?:" + hour_word + r")(?![\w-])"), r"\1"))
         return out
@@ -74,14 +73,16 @@ class GenericWords(BaseModel):
         return frozenset(self.filler.split())
 
 
+def alternatives(phrases: list[str]) -> str:
+    """`phrases` (regex) as one alternation, each also as typed without accents, longest first."""
+    return "|".join(sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True))
+
+
 def translations(table: dict[str, list[str]]) -> list[tuple[re.Pattern, str]]:
     """(pattern, English) for each entry of `table`: its phrases (regex) as whole words, typed
     with or without accents."""
-    out = []
-    for english, phrases in table.items():
-        alternatives = sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True)
-        out.append((re.compile(r"(?<![\w-])(?:" + "|".join(alternatives) + r")(?![\w-])"), english))
-    return out
+    return [(re.compile(r"(?<![\w-])(?:" + alternatives(phrases) + r")(?![\w-])"), english)
+            for english, phrases in table.items()]
 
 
 def load_generic_words() -> GenericWords:

@@ -42,9 +42,8 @@ def translate(text: str, spec: ParserSpec) -> str:
     a viernes" -> "de monday to friday"), from the shared word lists (agent/data/registry_words.yaml)."""
     for pattern, english in spec.day_translations:
         text = pattern.sub(english, text)
-    if spec.day_span_words and spec.day_translations:
-        between = "|".join(spec.day_span_words)
-        text = re.sub(r"(?<![\w-])(" + _ENGLISH_DAY + r")\s+(?:" + between + r")\s+(" + _ENGLISH_DAY + r")(?![\w-])",
+    if spec.day_span and spec.day_translations:
+        text = re.sub(r"(?<![\w-])(" + _ENGLISH_DAY + r")\s+(?:" + spec.day_span + r")\s+(" + _ENGLISH_DAY + r")(?![\w-])",
                       r"\1 to \2", text)
     return text
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent.accents import fold
 from agent.registry.declaration import Declaration
 from agent.registry.parsing.hours import HoursPatterns
 from agent.registry.parsing.state import word_re
-from agent.registry.words import GenericWords
+from agent.registry.words import GenericWords, alternatives
 
 
 def _alts(phrases: list[str]) -> str:
@@ -90,7 +89,7 @@ class ParserSpec:
         self.has_geo = decl.geo is not None
         self.has_days = decl.days is not None
         self.day_translations = words.day_translations() if self.has_days else []
-        self.day_span_words = [w for word in words.day_span_words for w in dict.fromkeys((word, fold(word)))]
+        self.day_span = alternatives(words.day_span_words)  # "to" between two days, other languages
         self.hours = HoursPatterns(decl.hours[1], words.hours_translations()) if decl.hours else None
         self.numbers = [p for name, n in decl.numbers.items()
                         for p in _number_patterns(name, n, n.filter in ("min", "range"), n.filter in ("max", "range"))]
