@@ -36,6 +36,11 @@ def closes(row) -> int:
     return t.hour * 60 + t.minute
 
 
+def opens(row) -> int:
+    t = datetime.strptime(row["hours"].split("-")[0].strip(), "%I:%M %p")
+    return t.hour * 60 + t.minute
+
+
 def miles(lat1, lon1, lat2, lon2) -> float:
     a = math.sin(math.radians(lat2 - lat1) / 2) ** 2 + math.cos(math.radians(lat1)) * math.cos(
         math.radians(lat2)) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
@@ -98,6 +103,14 @@ async def test_it_is_a_capability_with_its_own_command_and_tool(office):
     ("todas las oficinas abiertas hasta las 7 de la tarde", lambda r: closes(r) >= 19 * 60),
     ("all offices mở cửa đến 7 giờ tối", lambda r: closes(r) >= 19 * 60),
     ("all offices mo cua den 19:00", lambda r: closes(r) >= 19 * 60),
+    # ...the way people say them: subjunctive, "a más tardar", half hours in words, "giờ 30",
+    # "đêm", and in English "in the morning" is a time, not a place
+    ("oficinas que cierren después de las 7 y media de la noche", lambda r: closes(r) >= 19 * 60 + 30),
+    ("oficinas que abran a más tardar a las 7 de la mañana", lambda r: opens(r) <= 7 * 60),
+    ("văn phòng mở cửa lúc 7 rưỡi sáng", lambda r: opens(r) <= 7 * 60 + 30),
+    ("van phong dong cua sau 7 gio 30 toi", lambda r: closes(r) >= 19 * 60 + 30),
+    ("văn phòng mở cửa đến 7 giờ đêm", lambda r: closes(r) >= 19 * 60),
+    ("all offices open by 6:45 in the morning", lambda r: opens(r) <= 6 * 60 + 45),
 ])
 async def test_command_filters_match_the_csv(office, text, expected):
     want = where(expected)

@@ -38,6 +38,7 @@ class GenericWords(BaseModel):
     hours_phrases: dict[str, list[str]] = {}  # "open until" / "open at" -> other languages' (regex)
     time_of_day: dict[str, list[str]] = {}  # "am" / "pm" -> what follows an hour in other languages (regex)
     hour_words: list[str] = []  # a word after an hour that only says "o'clock" (regex)
+    minute_words: dict[str, list[str]] = {}  # "30" -> minutes said in words after an hour (regex)
 
     def day_translations(self) -> list[tuple[re.Pattern, str]]:
         """(pattern, English word) for every other-language day name, with and without accents."""
@@ -50,6 +51,14 @@ class GenericWords(BaseModel):
         hour_word = alternatives(self.hour_words)
         after = rf"(?:(?:{hour_word})\s+)?" if hour_word else ""
         out = translations(self.hours_phrases)
+        # minutes first, so the part of the day still follows a time ("7 y media de la tarde",
+        # "7 giờ rưỡi tối", "7 giờ 30 tối" -> "7:30 pm")
+        for minutes, phrases in self.minute_words.items():
+            out.append((re.compile(r"(?<![\d:])(\d{1,2})\s*" + after + r"(?:" + alternatives(phrases) + r")(?![\w-])"),
+                        rf"\1:{minutes}"))
+        if hour_word:
+            out.append((re.compile(r"(?<![\d:])(\d{1,2})\s*(?:" + hour_word + r")\s*(\d{2})(?!\s*(?:" + hour_word
+                                   + r"|\d))"), r"\1:\2"))
         for half, phrases in self.time_of_day.items():
             out.append((re.compile(time + after + r"(?:" + alternatives(phrases) + r")(?![\w-])"), rf"\1 {half}"))
         if hour_word:
