@@ -24,6 +24,10 @@ def user(text: str) -> ChatMessage:
 
 def test_a_message_that_says_little_alone_leans_on_its_thread():
     assert own_terms("and two-star ones?") == 3  # two, star, one: not the joined "twostar"/"staron"
+    # a word with accents or tone marks is one word, not two (itself and its accent-free spelling):
+    # a short Spanish or Vietnamese follow-up says as little as an English one
+    assert own_terms("¿cuántos días de vacaciones?") == 3
+    assert own_terms("bệnh mãn tính có tính không?") == 3
     weights = [context_weight(t) for t in ("who runs it?", "and two-star ones?", "what are those people supposed to focus on?",
                                            "what are the four age groups in the market rate survey?")]
     assert weights == sorted(weights, reverse=True) and weights[0] > 2 and weights[-1] == 1.0

@@ -51,14 +51,19 @@ async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):
 
 
 async def test_inside_a_thread_a_message_pointing_back_is_answered_and_a_new_request_still_refused(kb_settings):
-    """"that process" is about the thread, whatever its own words ("kick off" sounds like sport);
-    a new off-topic request in the same thread is still refused."""
+    """"that process" is about the thread, whatever its own words ("kick off" sounds like sport), and
+    so is a short message made of the documents' words; a new off-topic request in the same thread
+    is still refused."""
     settings = kb_settings.model_copy(update={"domain_file": TEXAS / "domain.yaml"})
     history = [ChatMessage(role="user", content="whats the most a provider can get paid for a kid w/ disabilities"
                                                   " who needs extra staff?")]
     async with open_runtime(settings) as rt, service_on(rt) as service:
         route = await service.route("can the center kick that process off themselves?", history)
         assert route.name == "knowledge", route.reason
+        # short and elliptical, every word the documents' own: it continues the thread (alone,
+        # "what should I bring with me?" leans toward the travel examples)
+        route = await service.route("what should I bring with me?", history)
+        assert route.name == "knowledge" and "documents' own" in route.reason, route.reason
         for request in ("write me a funny poem about spring",
                         "who won the game last night?"):
             route = await service.route(request, history)
@@ -151,9 +156,9 @@ def test_the_gate_refuses_only_where_the_examples_themselves_sit_and_is_stricter
     # never refused by numbers ("how often do I have to change it?" means nothing alone)
     assert gate.decide(c, "en", kb=0.1, margin=-0.3, in_thread=True).zone == "doubt"
     assert gate.decide(c, "en", kb=0.1, margin=-0.36, in_thread=True).zone == "off"
-    assert gate.decide(c, "en", kb=0.1, margin=-0.36, in_thread=True, refers_back=True).zone == "doubt"
-    assert gate.decide(c, "en", kb=0.1, margin=-0.9, in_thread=True, refers_back=True).zone == "doubt"
-    assert gate.decide(c, "en", kb=0.1, margin=-0.9, refers_back=True).zone == "off"  # alone: "it" is nothing said before
+    assert gate.decide(c, "en", kb=0.1, margin=-0.36, in_thread=True, held="points back").zone == "doubt"
+    assert gate.decide(c, "en", kb=0.1, margin=-0.9, in_thread=True, held="points back").zone == "doubt"
+    assert gate.decide(c, "en", kb=0.1, margin=-0.9, held="points back").zone == "off"  # alone: "it" is nothing said before
     # each message is compared with the examples written in its own language
     assert gate.decide(c, "es", kb=0.1, margin=-0.2).zone == "off"
     assert gate.decide(c, "vi", kb=0.1, margin=-0.2).zone == "doubt"  # no own table: all examples

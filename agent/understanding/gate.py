@@ -163,22 +163,32 @@ class TopicCheck:
         c = state.calibration
         centered = cal.unit(vector - np.asarray(c.query_center, dtype=np.float32))
         nearest = float((state.examples @ centered).max()) if len(state.examples) else -1.0
-        return decide(c, detect_language(text), kb, kb - nearest, in_thread=in_thread, refers_back=refers_back)
+        held = "points back at the thread" if refers_back else None
+        if in_thread and held is None and await self._documents_words_only(text):
+            held = "every word of it is the documents' own"
+        return decide(c, detect_language(text), kb, kb - nearest, in_thread=in_thread, held=held)
+
+    async def _documents_words_only(self, text: str) -> bool:
+        """"what do I need to bring?" after a question on the documents: a short message made only
+        of words the documents use says nothing of another subject; it continues the thread."""
+        vocab = await self._vocabulary()
+        return vocab is not None and vocab.coverage(text) == 1.0
 
 
 def decide(c: cal.Calibration, lang: str, kb: float, margin: float, *, in_thread: bool = False,
-           refers_back: bool = False) -> TopicVerdict:
+           held: str | None = None) -> TopicVerdict:
     """The zone of a message with centered similarity `kb` to the knowledge base and `margin`
-    (kb minus its similarity to the nearest example to decline), written in `lang`."""
+    (kb minus its similarity to the nearest example to decline), written in `lang`. `held`: why a
+    short message inside a thread cannot be judged alone (it points back at the thread, or says
+    nothing the documents do not): never refused by numbers then."""
     if c.chunks < MIN_PASSAGES:
         return TopicVerdict("doubt", f"{c.chunks} passages: too few to calibrate", kb, margin)
     floor = c.percentile("margin", lang, THREAD if in_thread else REFUSE)
     ceiling = c.percentile("kb", lang, 100)
     detail = f"kb {kb:+.3f}, margin {margin:+.3f} ({lang})"
     if floor is not None and margin <= floor:
-        if in_thread and refers_back:
-            return TopicVerdict("doubt", f"{detail}: leans to the examples to decline, but points back at the thread",
-                                kb, margin)
+        if in_thread and held:
+            return TopicVerdict("doubt", f"{detail}: leans to the examples to decline, but {held}", kb, margin)
         return TopicVerdict("off", f"{detail}: leans to the examples to decline", kb, margin)
     if ceiling is not None and kb > ceiling:
         return TopicVerdict("on", f"{detail}: closer to the documents than any example", kb, margin)

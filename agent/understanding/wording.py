@@ -116,12 +116,14 @@ SHORT_TERMS = 3
 
 
 def own_terms(text: str) -> int:
-    """How many distinct index words the message has, each word alone: stopwords out, stems in,
-    but not the joined forms of adjacent words BM25 also indexes ("two-star" is two words, not three)."""
+    """How many distinct index words the message has, each word alone and once: stopwords out,
+    stems in, not the joined forms of adjacent words BM25 also indexes ("two-star" is two words,
+    not three), nor a word's accent-free spelling ("bệnh" is one word, not "bệnh" and "benh")."""
     from agent.knowledge.sparse import detect_language, tokens
 
     lang = detect_language(text)
-    return len({t for word in re.split(r"[\s\-/]+", text) if word for t in tokens(word, lang)})
+    words = (tokens(word, lang) for word in re.split(r"[\s\-/]+", text) if word)
+    return len({fold(terms[0]) for terms in words if terms})
 
 
 def heuristic_rewrite(text: str, history: list[ChatMessage]) -> str:
