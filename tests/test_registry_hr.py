@@ -222,3 +222,12 @@ async def test_reingest_is_idempotent_and_incremental(office, tmp_path):
     assert (first.added, first.loaded, first.rows) == (2, 2, 3)
     assert [str(e) for e in first.errors] == ["line 4: desks: expected a whole number, got 'lots'"]
     assert {r.id for r in (await other.commands.run("all offices"))[0].records} == {"AUS-HQ", "AUS-EAST"}
+
+
+@pytest.mark.parametrize("text", ["offices closed on sundays", "oficinas cerradas los domingos",
+                                  "văn phòng đóng cửa chủ nhật"])
+async def test_a_day_it_is_closed_is_not_read_as_a_day_it_is_open(office, text):
+    """No filter can exclude a day: the words rank the results instead of asking for the opposite."""
+    result = await office.run_command("office", text)
+    assert "open Sun" not in result.summary and "Sun" not in str(result.to_json().get("arguments", ""))
+    assert "open Sun" in (await office.run_command("office", "offices open on sundays")).summary

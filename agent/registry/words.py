@@ -35,6 +35,7 @@ class GenericWords(BaseModel):
     place_qualifiers: list[str]
     day_names: dict[str, list[str]] = {}  # English day word -> other languages' (regex)
     day_span_words: list[str] = []  # "to" between two days, in other languages (regex)
+    day_closed_words: list[str] = []  # "closed" before a day: not a day it is open (regex)
     hours_phrases: dict[str, list[str]] = {}  # "open until" / "open at" -> other languages' (regex)
     time_of_day: dict[str, list[str]] = {}  # "am" / "pm" -> what follows an hour in other languages (regex)
     hour_words: list[str] = []  # a word after an hour that only says "o'clock" (regex)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from agent.accents import fold
 from agent.registry.parsing.spec import ParserSpec
 from agent.registry.parsing.state import Parse, word_re
 from agent.registry.values import WEEKDAYS
@@ -58,23 +59,32 @@ def take_days(st: Parse, spec: ParserSpec) -> None:
             return "open"
         return None
 
-    def _span(m: re.Match) -> str | None:
-        i, j = WEEKDAYS.index(_day(m.group("a"))), WEEKDAYS.index(_day(m.group("b")))
-        days.update(WEEKDAYS[i : j + 1] if i <= j else WEEKDAYS[i:] + WEEKDAYS[: j + 1])
+    def _shut(m: re.Match) -> bool:
+        """"closed on sundays" names a day it is NOT open: no filter can say that, so the words
+        are left to rank the results rather than read as "open on Sunday"."""
+        return spec.day_closed is not None and bool(spec.day_closed.search(fold(m.string[: m.start()])))
+
+    def _open_days(found: list[str], m: re.Match) -> str | bool | None:
+        if _shut(m):
+            return False
+        days.update(found)
         return _rest(m)
+
+    def _span(m: re.Match) -> str | bool | None:
+        i, j = WEEKDAYS.index(_day(m.group("a"))), WEEKDAYS.index(_day(m.group("b")))
+        return _open_days(WEEKDAYS[i : j + 1] if i <= j else WEEKDAYS[i:] + WEEKDAYS[: j + 1], m)
 
     def _abbr(m: re.Match) -> str | bool | None:
         # "sun"/"sat" alone is a day only when nothing name-like follows ("on Sun Valley Dr" is a street)
         nxt = _NEXT.match(m.string[m.end():]).group(1)  # type: ignore[union-attr]
         if nxt and nxt not in spec.filler and nxt not in spec.stop_after_place and not _DAY_ANY_RE.fullmatch(nxt):
             return False
-        days.update(_day(w) for w in re.findall(r"[a-z]+", m.group("list")) if w not in ("and", "on", "open"))
-        return _rest(m)
+        return _open_days([_day(w) for w in re.findall(r"[a-z]+", m.group("list")) if w not in ("and", "on", "open")], m)
 
-    st.take(_WEEKEND, lambda m: days.update(("Sat", "Sun")) or _rest(m))
-    st.take(_WEEKDAYS, lambda m: days.update(WEEKDAYS[:5]) or _rest(m))
+    st.take(_WEEKEND, lambda m: _open_days(["Sat", "Sun"], m))
+    st.take(_WEEKDAYS, lambda m: _open_days(WEEKDAYS[:5], m))
     st.take(_SPAN, _span)
-    st.take(_FULL, lambda m: days.add(_day(m.group("d"))) or _rest(m))
+    st.take(_FULL, lambda m: _open_days([_day(m.group("d"))], m))
     st.take(_ABBR, _abbr)
     if days:
         st.values["days"] = [d for d in WEEKDAYS if d in days]

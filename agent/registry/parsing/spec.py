@@ -90,6 +90,10 @@ class ParserSpec:
         self.has_days = decl.days is not None
         self.day_translations = words.day_translations() if self.has_days else []
         self.day_span = alternatives(words.day_span_words)  # "to" between two days, other languages
+        closed = alternatives(words.day_closed_words)
+        # "closed on sundays" (after translation "cerradas los sunday"): ends right before the day
+        self.day_closed = re.compile(r"(?<![\w-])(?:" + closed + r")\s+(?:(?:on|los|las|el|la|vào)\s+)?$") \
+            if closed else None
         self.hours = HoursPatterns(decl.hours[1], words.hours_translations()) if decl.hours else None
         self.numbers = [p for name, n in decl.numbers.items()
                         for p in _number_patterns(name, n, n.filter in ("min", "range"), n.filter in ("max", "range"))]
