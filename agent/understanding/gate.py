@@ -163,10 +163,12 @@ class TopicCheck:
         c = state.calibration
         centered = cal.unit(vector - np.asarray(c.query_center, dtype=np.float32))
         nearest = float((state.examples @ centered).max()) if len(state.examples) else -1.0
-        held = "points back at the thread" if refers_back else None
-        if in_thread and held is None and await self._documents_words_only(text):
-            held = "every word of it is the documents' own"
-        return decide(c, detect_language(text), kb, kb - nearest, in_thread=in_thread, held=held)
+        lang, margin = detect_language(text), kb - nearest
+        verdict = decide(c, lang, kb, margin, in_thread=in_thread, held="points back at the thread" if refers_back else None)
+        # the documents' vocabulary is read only for a short thread message about to be refused
+        if verdict.zone == "off" and in_thread and await self._documents_words_only(text):
+            verdict = decide(c, lang, kb, margin, in_thread=True, held="every word of it is the documents' own")
+        return verdict
 
     async def _documents_words_only(self, text: str) -> bool:
         """"what do I need to bring?" after a question on the documents: a short message made only
