@@ -36,6 +36,9 @@ class AskRequest(BaseModel):
     collection: str | None = None  # knowledge collection override (per Slack channel)
     attachments: list[Attachment] = Field(default_factory=list)  # context for this thread only, never ingested
     private: bool = False  # answered to the asker alone: never stored in the thread's history
+    # the asker pressed "Search the documents anyway" on a refusal: a refusal is overridden (the
+    # message is searched and answered, with the "may be outside the documents" note)
+    search_anyway: bool = False
 
 
 class AnswerResult(BaseModel):

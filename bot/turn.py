@@ -70,6 +70,7 @@ class Incoming:
     private: bool = False  # only the asker sees the answer: never stored in the thread's history
     # the files that came with the question, fetched once the asker sees progress (None: no files)
     load_attachments: Callable[[], Awaitable[list[Attachment]]] | None = None
+    search_anyway: bool = False  # the asker overrode a refusal ("Search the documents anyway")
 
 
 @dataclass
@@ -158,7 +159,8 @@ class TurnRunner:
         attachments = await incoming.load_attachments() if incoming.load_attachments is not None else []
         request = AskRequest(text=incoming.text, surface=incoming.surface, thread_id=incoming.thread_id,
                              user_id=incoming.user_id, history=history, collection=incoming.collection,
-                             attachments=attachments, private=incoming.private)
+                             attachments=attachments, private=incoming.private,
+                             search_anyway=incoming.search_anyway)
         try:
             result = await self.askdesk.answer(request, progress=reply.progress,
                                                on_text=reply.text if reply.streams else None)

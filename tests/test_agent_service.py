@@ -476,3 +476,31 @@ async def test_an_offtopic_request_with_a_place_phrase_is_refused_not_searched_i
         assert route.name == "offtopic", route.reason
     assert (await service.route("baby care in Austin")).name == "facility"
     assert (await service.route("daycares near 78702 that take toddlers")).name == "facility"
+
+
+# ------------------------------------------- "Search the documents anyway": the asker overrides a refusal
+
+
+async def test_search_anyway_answers_a_refused_message_from_the_documents_without_a_model(kb, tmp_path):
+    """Refused by the gate, then searched at the asker's request: passages with their sources,
+    the "may be outside the documents" note (or "couldn't find this"), no model call."""
+    service = make_service(kb, tmp_path)
+    text = "write me a haiku about my cat"
+    assert (await service.answer(AskRequest(text=text))).route == "offtopic"
+    result = await service.answer(AskRequest(text=text, search_anyway=True))
+    assert result.route == "knowledge" and result.search_only and result.references
+    assert result.llm_calls == 0
+    first = result.answer.splitlines()[0]
+    assert first in {service.prompts.render("borderline_note"), service.prompts.render("unanswerable_header")}
+
+
+async def test_search_anyway_skips_the_router_model_that_refused(kb, llm_server, tmp_path):
+    """The router model said off-topic; pressed anyway, the agent answers and the router is not
+    asked again (one model call: the agent's)."""
+    llm_server.script("groq", {"route": "offtopic", "search_query": DOUBTFUL})
+    llm_server.script("openai", final_step("The documents do not cover grocery budgets.", DOC))
+    service = make_service(kb, tmp_path, agent_model=PROVIDERS["openai"], router_model=PROVIDERS["groq"])
+    assert (await service.answer(AskRequest(text=DOUBTFUL))).route == "offtopic"
+    result = await service.answer(AskRequest(text=DOUBTFUL, search_anyway=True))
+    assert result.route == "knowledge" and result.llm_calls == 1
+    assert len(llm_server.requests_for("groq")) == 1 and len(llm_server.requests_for("openai")) == 1

@@ -215,6 +215,21 @@ def test_search_only_session_answers_refuses_follows_up_and_exits(spawn, data_di
     assert history(data_dir, "other") == []
 
 
+def test_after_a_refusal_search_searches_the_refused_message_anyway(spawn, data_dir):
+    """No off-topic check is perfect: a refusal says how to override it, and `/search` does."""
+    chat = spawn("--thread", "T")
+    chat.expect(PROMPT, timeout=20)
+    refused = chat.ask(OFFTOPIC)
+    assert "route=offtopic" in refused and "Type /search to search the documents anyway" in refused
+    searched = chat.ask("/search")
+    assert "route=knowledge" in searched and "llm calls=0" in searched and "Sources" in searched
+    assert "/search" not in searched.split("askdesk>", 1)[1]  # an answer: no hint under it
+    os.write(chat.master, b"exit\r")
+    code, _ = chat.finish()
+    assert_clean_exit(code, chat)
+    assert [c for r, c in history(data_dir, "T") if r == "user"] == [OFFTOPIC, OFFTOPIC]
+
+
 @pytest.mark.parametrize("key", [b"\x04", b"\x03"], ids=["ctrl-d", "ctrl-c"])
 def test_ctrl_d_or_ctrl_c_at_the_prompt_leaves_cleanly_and_the_thread_resumes(spawn, data_dir, key):
     chat = spawn("--thread", "T")

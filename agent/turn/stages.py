@@ -31,7 +31,7 @@ from agent.turn.state import CountedModel, Turn
 from agent.capabilities.knowledge import best_centered
 from agent.knowledge.language import detect_language
 from agent.understanding.answerable import unanswerable
-from agent.understanding.router import describe
+from agent.understanding.router import Route, describe
 
 log = logging.getLogger("askdesk.service")
 
@@ -64,10 +64,24 @@ async def classify(turn: Turn, ctx: TurnContext) -> None:
         return
     span = turn.span.child("router", "chain", {"text": turn.text})
     with deadline(ctx.settings.turn_timeout * ROUTER_SHARE):  # past it, the LLM-free pre-filter routes
-        turn.route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=router(turn, ctx),
+        # the asker already overrode a refusal of this message: the router model is not asked again
+        model = None if turn.request.search_anyway else router(turn, ctx)
+        turn.route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=model,
                                                  identity=turn.identity, span=span)
     turn.route = files.about_files(turn.route, turn, ctx)
+    if turn.route.name == "offtopic" and turn.request.search_anyway:
+        turn.route = searched_anyway(turn, ctx)
     span.end(describe(turn.route) | {"query": turn.route.query})
+
+
+def searched_anyway(turn: Turn, ctx: TurnContext) -> Route:
+    """A refusal the asker overrode ("Search the documents anyway"): a wrong refusal costs a
+    person their answer, so theirs is the last word. Searched like a doubtful message (in its
+    thread's context too), and answered with the note that it may be outside the documents."""
+    reading = turn.reading
+    return Route(ctx.knowledge.name, turn.text, "asker", "refused, searched at the asker's request",
+                 best_score=turn.route.best_score, borderline=True, also=list(reading.also) if reading else [],
+                 rewritten=bool(reading and reading.also))
 
 
 async def retrieve(turn: Turn, ctx: TurnContext) -> None:

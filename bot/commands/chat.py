@@ -24,6 +24,7 @@ from agent.config import Settings, load_settings
 # answer is drawn: `ask --json` prints JSON and never loads them.
 
 EXIT_WORDS = {"exit", "quit", ":q", "bye"}
+SEARCH_WORD = "/search"  # after a refusal: search the documents for the refused message anyway
 
 
 def _console(stderr: bool = False) -> Console:
@@ -69,6 +70,8 @@ class TerminalReply:
         self.streams = not as_json
         self.header = header
         self.shown_notice = shown_notice
+        self.refused = False  # the answer was a refusal: the chat offers SEARCH_WORD
+        self.hint: str | None = None  # shown under a refusal (the chat's SEARCH_WORD)
         self.live = None
         if not as_json:
             from bot.commands.live import LiveAnswer
@@ -85,6 +88,7 @@ class TerminalReply:
 
     async def finish(self, delivery) -> None:
         result = delivery.result
+        self.refused = result.route == "offtopic"
         if self.as_json:
             from bot.printable import json_safe
 
@@ -94,6 +98,8 @@ class TerminalReply:
         if not streamed and self.header:
             self.console.print(self.header)
         render_answer(self.console, result, shown_notice=self.shown_notice, streamed=streamed)
+        if self.refused and self.hint:
+            self.console.print(f"[dim]{self.hint}[/dim]")
         return None
 
     async def note(self, text: str) -> None:
@@ -109,14 +115,15 @@ def terminal_runner(service):
     return TurnRunner(service, rate_limit=False)
 
 
-async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool) -> int:
+async def _ask_once(settings: Settings, text: str, thread: str, as_json: bool, search_anyway: bool = False) -> int:
     from agent.turn.service import Askdesk
     from bot.turn import Incoming
 
     service = Askdesk.create(settings)
     reply = TerminalReply(_console(), _console(stderr=True), as_json=as_json)
     try:
-        await terminal_runner(service).run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli"), reply)
+        await terminal_runner(service).run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli",
+                                                    search_anyway=search_anyway), reply)
     finally:
         await service.close()
     return 0
@@ -169,6 +176,7 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
         from rich.panel import Panel
 
         console.print(Panel(shown, border_style="yellow", title="note", title_align="left"))
+    refused: str | None = None  # the last message refused: SEARCH_WORD searches it anyway
     try:
         scripted = list(questions) if questions is not None else None
         if scripted is None:
@@ -190,8 +198,14 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
                 return
             if not text.strip():
                 continue
+            anyway = text.strip().lower() == SEARCH_WORD and refused is not None
+            if anyway:
+                text = refused
             reply = TerminalReply(console, console, header="[bold blue]askdesk>[/bold blue]", shown_notice=shown)
-            await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli"), reply)
+            reply.hint = service.prompts.render("search_anyway_terminal")
+            await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli",
+                                      search_anyway=anyway), reply)
+            refused = text if reply.refused else None
             console.print()
     finally:
         if own:
@@ -270,10 +284,12 @@ def ask_cmd(
     question: list[str] = typer.Argument(..., help="The question (quote it or not)."),
     thread: str = typer.Option(None, "--thread", help="Conversation id: pass the same one to ask follow-ups."),
     as_json: bool = typer.Option(False, "--json", help="Print {answer, route, references, llm_calls, tool_calls, latency_ms}."),
+    search_anyway: bool = typer.Option(False, "--search-anyway",
+                                       help="Search the documents even if the question would be refused as off-topic."),
 ) -> None:
     """Ask one question and print the answer with its sources."""
     thread = thread or f"ask-{uuid.uuid4().hex[:8]}"
-    raise typer.Exit(asyncio.run(_ask_once(load_settings(), " ".join(question), thread, as_json)))
+    raise typer.Exit(asyncio.run(_ask_once(load_settings(), " ".join(question), thread, as_json, search_anyway)))
 
 
 def chat_cmd(

@@ -29,7 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
 from bot.dedupe import event_key
-from bot.slack import actions, agent_view, commands, comments, escalation, events
+from bot.slack import actions, agent_view, anyway, commands, comments, escalation, events
 from bot.slack.history import ThreadHistory
 from bot.slack.http import EVENTS_PATH, healthz, request_guard
 from bot.slack.services import Answering, SlackServices
@@ -94,6 +94,7 @@ def register_listeners(app: AsyncApp, askdesk: "Askdesk") -> None:
     private.register(app, askdesk.settings.slack_private_command)
     actions.register(app)
     escalation.register(app)
+    anyway.register(app)
     comments.register(app)
 
 

@@ -34,6 +34,8 @@ FEEDBACK_DOWN = "feedback_down"
 RECORDS_SHARE = "records_share"
 ESCALATE = "escalate"  # "Ask a person" (bot/slack/escalation.py)
 SAVE_ANSWER = "save_answer"  # "Save as answer" on a relayed reply
+SEARCH_ANYWAY = "search_anyway"  # under a refusal (bot/slack/anyway.py)
+ANYWAY_BLOCK_ID = "askdesk_anyway"
 
 Block = dict[str, Any]
 
@@ -212,9 +214,22 @@ def feedback_block(value: str, prompts: "PromptSet | None" = None, *, escalate: 
     }
 
 
+def anyway_block(value: str, prompts: "PromptSet | None" = None) -> Block:
+    """"Search the documents anyway", under a refusal: the asker overrides it."""
+    return {"type": "actions", "block_id": ANYWAY_BLOCK_ID, "elements": [{
+        "type": "button", "action_id": SEARCH_ANYWAY, "value": value[:BUTTON_VALUE_CHARS],
+        "text": {"type": "plain_text", "text": "🔎 " + _texts(prompts).text("search_anyway_button"), "emoji": True}}]}
+
+
+def anyway_value(question_ts: str) -> str:
+    return json.dumps({"m": question_ts}, separators=(",", ":"))
+
+
 def footer_blocks(references: list[Reference], notice: str | None, value: str | None,
-                  prompts: "PromptSet | None" = None, *, escalate: bool = False) -> list[Block]:
-    """Sources, an optional notice and feedback buttons: the end of the last answer part."""
+                  prompts: "PromptSet | None" = None, *, escalate: bool = False,
+                  anyway: str | None = None) -> list[Block]:
+    """Sources, an optional notice and feedback buttons (or, under a refusal, "Search the
+    documents anyway"): the end of the last answer part."""
     blocks: list[Block] = []
     source = sources_block(references, prompts)
     if source:
@@ -223,16 +238,18 @@ def footer_blocks(references: list[Reference], notice: str | None, value: str | 
         blocks.append(notice_block(notice))
     if value:
         blocks.append(feedback_block(value, prompts, escalate=escalate))
+    if anyway:
+        blocks.append(anyway_block(anyway, prompts))
     return blocks
 
 
 def answer_messages(
     answer: str, references: list[Reference], *, notice: str | None, value: str | None,
-    prompts: "PromptSet | None" = None, escalate: bool = False,
+    prompts: "PromptSet | None" = None, escalate: bool = False, anyway: str | None = None,
 ) -> list[list[Block]]:
     """Blocks of each message of an answer (escaped here); the footer rides on the last one."""
     messages = [[markdown_block(safe_markdown(p))] for p in answer_parts(answer or "…")]
-    messages[-1].extend(footer_blocks(references, notice, value, prompts, escalate=escalate))
+    messages[-1].extend(footer_blocks(references, notice, value, prompts, escalate=escalate, anyway=anyway))
     return messages
 
 

@@ -179,6 +179,7 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
     )
     if public is not None:
         public.escalation = reachable_target(settings, "slack", answering.runner.escalation_desks) is not None
+        public.asked_ts = incoming.ts  # a refusal offers "Search the documents anyway"
     reply = public or EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
                                                       thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []

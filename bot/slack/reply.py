@@ -30,7 +30,8 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
-from bot.slack.blocks import PART_CHARS, answer_messages, answer_parts, fallback_text, feedback_value, footer_blocks
+from bot.slack.blocks import (PART_CHARS, answer_messages, answer_parts, anyway_value, fallback_text, feedback_value,
+                              footer_blocks)
 from bot.slack.escape import MarkdownStream, escaped_size, safe_markdown, safe_mrkdwn
 from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
@@ -105,6 +106,9 @@ class Reply:
         self._append_failed = False
         self.escalation = False  # an escalation channel is set: an unanswerable answer offers "Ask a person"
         self._escalate = False
+        # the question's message: a refusal offers "Search the documents anyway" (bot/slack/anyway.py)
+        self.asked_ts: str | None = None
+        self._anyway: str | None = None
 
     @property
     def streams(self) -> bool:
@@ -230,6 +234,7 @@ class Reply:
         result = delivery.result
         value = feedback_value(delivery.answer_id, result.route, result.references) if delivery.feedback else None
         self._escalate = self.escalation and result.unanswerable and value is not None  # same message, no extra call
+        self._anyway = anyway_value(self.asked_ts) if result.route == "offtopic" and self.asked_ts else None
         await self.deliver(result.answer, result.references, notice=delivery.notice, value=value)
         return self.posted_ts[0] if self.posted_ts else None
 
@@ -240,34 +245,37 @@ class Reply:
             await self.buffer.close()
             assert self.stream is not None
             rest, more = _cut(answer, len(self.appended))
-            footer = footer_blocks(references, notice, value, self.prompts, escalate=self._escalate) if not more else []
+            footer = self._footer(references, notice, value) if not more else []
             safe = self.markdown.render(rest, final=True)[0]
             await self.stream.stop(markdown_text=safe or None, blocks=footer or None)
             if self.stream.ts:
                 self.posted_ts.append(self.stream.ts)
             if more:  # a very long answer: the rest in further messages, split as usual
-                await self._post_parts(answer_messages(more, references, notice=notice, value=value,
-                                                       prompts=self.prompts, escalate=self._escalate),
-                                       use_placeholder=False)
+                await self._post_parts(self._messages(more, references, notice, value), use_placeholder=False)
             return
         parts = answer_parts(answer or "…")
         if self.streaming:
             await self.buffer.close()  # no append may follow the stop call
             try:
-                await self._finish_stream(parts[0], footer_blocks(references, notice, value, self.prompts,
-                                                                  escalate=self._escalate) if len(parts) == 1 else None)
+                await self._finish_stream(parts[0], self._footer(references, notice, value) if len(parts) == 1 else None)
             except Exception as exc:
                 if self.stream is not None and self.stream.ts:
                     raise  # the stream exists: never post the same answer twice
                 self._stream_failed(exc)
             else:
                 if len(parts) > 1:
-                    tail = answer_messages("\n\n".join(parts[1:]), references, notice=notice, value=value,
-                                           prompts=self.prompts, escalate=self._escalate)
+                    tail = self._messages("\n\n".join(parts[1:]), references, notice, value)
                     await self._post_parts(tail, use_placeholder=False)
                 return
-        await self._post_parts(answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts,
-                                               escalate=self._escalate))
+        await self._post_parts(self._messages(answer, references, notice, value))
+
+    def _footer(self, references: list[Reference], notice: str | None, value: str | None) -> list[dict]:
+        return footer_blocks(references, notice, value, self.prompts, escalate=self._escalate, anyway=self._anyway)
+
+    def _messages(self, answer: str, references: list[Reference], notice: str | None,
+                  value: str | None) -> list[list[dict]]:
+        return answer_messages(answer, references, notice=notice, value=value, prompts=self.prompts,
+                               escalate=self._escalate, anyway=self._anyway)
 
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()

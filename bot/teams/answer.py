@@ -22,7 +22,7 @@ from bot.escalation import reachable_target
 from bot.files import fetch_files
 from bot.private import asked_privately
 from bot.teams.connector import unreachable
-from bot.teams.escalation_cards import escalate_button
+from bot.teams.escalation_cards import anyway_button, escalate_button
 from bot.teams.escape import teams_text
 from bot.teams.incoming import Incoming
 from bot.teams.private import PrivateSend
@@ -64,6 +64,7 @@ class TeamsReply:
         self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
         self._started = False
         self.escalate_from: Incoming | None = None  # "Ask a person" on an unanswerable answer, asked here
+        self.refused: str | None = None  # the question: a refusal offers "Search the documents anyway"
         self.undelivered = False  # the connector was unreachable: the answer never reached Teams
 
     async def progress(self, step: str) -> None:
@@ -84,6 +85,9 @@ class TeamsReply:
             rendered.activity.add_attachments(escalate_button(
                 self.bot.prompts, answer_id=delivery.answer_id, asker=asked.user_id, question=asked.text,
                 attempt=delivery.result.answer))
+        if self.refused is not None and delivery.result.route == "offtopic":
+            rendered.activity.add_attachments(anyway_button(self.bot.prompts, answer_id=delivery.answer_id,
+                                                            question=self.refused))
         try:
             return await self.renderer.finish(rendered.activity)
         except Exception as exc:
@@ -106,16 +110,20 @@ class TeamsReply:
         await (self.private or self.ctx.send)(MessageActivityInput(text=teams_text(text)))
 
 
-async def answer(bot: "TeamsBot", ctx, incoming: Incoming) -> None:
+async def answer(bot: "TeamsBot", ctx, incoming: Incoming, *, search_anyway: bool = False) -> None:
+    """`search_anyway`: the asker pressed "Search the documents anyway" under a refusal of it."""
     text, asked = asked_privately(incoming.text, bot.settings.private_word)
     private = not incoming.personal and (asked or bot.settings.answer_mode_for(incoming.place) == "private")
     reply = TeamsReply(bot, ctx, incoming, private=private)
     if not private and reachable_target(bot.settings, "teams", bot.runner.escalation_desks) is not None:
         reply.escalate_from = replace(incoming, text=text)
+    if not private and not search_anyway:
+        reply.refused = text
     files = incoming.files
     delivery = await bot.runner.run(TurnIncoming(
         surface="teams", text=text, thread_id=incoming.conversation_id, user_id=incoming.user_id, private=private,
         load_attachments=(lambda: fetch_files(files, bot.askdesk, "teams")) if files else None,
+        search_anyway=search_anyway,
     ), reply)
     if delivery is not None and not reply.undelivered and not incoming.personal and not private:
         try:

@@ -1,5 +1,6 @@
 """The Adaptive Cards of "Ask a person" on Teams: the button on an answer (and on the 👎 reply),
-the question as posted in the escalation conversation, and "Save as answer" under a relayed reply.
+the question as posted in the escalation conversation, and "Save as answer" under a relayed reply;
+and "Search the documents anyway" under a refusal.
 
 Buttons are `Action.Submit`: pressing one sends a message activity whose `value` is the button's
 data (no text), which reaches the bot in every scope, mention or not. The data says which action
@@ -22,12 +23,13 @@ from bot.teams.escape import teams_text
 CARD_VERSION = "1.5"
 ESCALATE = "escalate"
 SAVE_ANSWER = "save_answer"
+SEARCH_ANYWAY = "search_anyway"  # under a refusal (bot/teams/anyway.py)
 DATA_CHARS = 3000  # each of the question and the attempt, in a button's data
 
 
 def action_of(value: Any) -> tuple[str, dict[str, Any]] | None:
     """(action, data) of a pressed askdesk button; None for anything else."""
-    if isinstance(value, dict) and value.get("askdesk") in (ESCALATE, SAVE_ANSWER):
+    if isinstance(value, dict) and value.get("askdesk") in (ESCALATE, SAVE_ANSWER, SEARCH_ANYWAY):
         return str(value["askdesk"]), value
     return None
 
@@ -47,6 +49,13 @@ def escalate_button(prompts: Any, *, answer_id: str | None, asker: str, question
     if message_id:
         data["m"] = message_id
     return _button("🙋 " + prompts.text("escalate_button"), data)
+
+
+def anyway_button(prompts: Any, *, answer_id: str, question: str) -> Attachment:
+    """"Search the documents anyway", under a refusal: the question rides in the data (Teams
+    gives a bot no way to read it back)."""
+    return _button("🔎 " + prompts.text("search_anyway_button"),
+                   {"askdesk": SEARCH_ANYWAY, "a": answer_id, "q": question[:DATA_CHARS]})
 
 
 def save_button(prompts: Any, escalation_id: str) -> Attachment:

@@ -4,7 +4,8 @@ follow-ups without a new mention from the person who asked there (a group chat h
 reply chains, so there every question needs the mention). A channel or group chat whose answer mode
 is `mentions` or `private` (ASKDESK_CHANNEL_ANSWER_MODES) answers mentions only. Bots (this one included) are ignored, and an activity id is answered
 once however often Teams delivers it. A press of an askdesk card button (a message with a `value`
-and no text) and a person's reply in an escalation thread go to bot/teams/escalation.py.
+and no text) and a person's reply in an escalation thread go to bot/teams/escalation.py ("Search
+the documents anyway" under a refusal: bot/teams/anyway.py).
 
 The handler only decides and acknowledges; the turn runs in the background (bot.spawn),
 so the HTTP response never waits on the agent.
@@ -17,9 +18,9 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
-from bot.teams import escalation
+from bot.teams import anyway, escalation
 from bot.teams.connector import unreachable
-from bot.teams.escalation_cards import action_of
+from bot.teams.escalation_cards import SEARCH_ANYWAY, action_of
 from bot.teams.incoming import Incoming, parse
 from bot.teams.private import _tenant
 from bot.teams.report_card import report_message, wants_report
@@ -45,7 +46,9 @@ def register(bot) -> None:
             return
         button = action_of(ctx.activity.value)
         if button is not None:  # a press of an askdesk card button (no text, no mention)
-            bot.spawn(_settled(bot, incoming, escalation.pressed(bot, ctx, *button)))
+            work = anyway.search_anyway(bot, ctx, incoming, button[1]) if button[0] == SEARCH_ANYWAY \
+                else escalation.pressed(bot, ctx, *button)
+            bot.spawn(_settled(bot, incoming, work))
             return
         if not incoming.personal and not incoming.mentioned and not incoming.text:
             return

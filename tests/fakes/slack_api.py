@@ -444,14 +444,17 @@ class SlackHarness:
         })
 
     async def click(self, action_id: str, value: str, *, user: str = "U0001", channel: str = "C0001",
-                    message_ts: str = "1700000001.000100", thread_ts: str | None = None, hook: str = "act") -> int:
+                    message_ts: str = "1700000001.000100", thread_ts: str | None = None, hook: str = "act",
+                    message: dict[str, Any] | None = None) -> int:
+        """A button press; `message`: the pressed message as Slack sends it along (text, blocks)."""
         payload = {
             "type": "block_actions", "user": {"id": user, "team_id": TEAM_ID}, "team": {"id": TEAM_ID},
             "api_app_id": "A0001", "token": "legacy", "trigger_id": f"trig{time.time()}",
             "channel": {"id": channel}, "response_url": self.fake.response_url(hook),
             "container": {"type": "message", "channel_id": channel, "message_ts": message_ts,
                           **({"thread_ts": thread_ts} if thread_ts else {})},
-            "message": {"ts": message_ts, "type": "message", **({"thread_ts": thread_ts} if thread_ts else {})},
+            "message": {**(message or {}), "ts": message_ts, "type": "message",
+                        **({"thread_ts": thread_ts} if thread_ts else {})},
             "actions": [{"type": "button", "action_id": action_id, "block_id": "b", "value": value,
                          "action_ts": str(time.time())}],
         }
