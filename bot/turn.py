@@ -190,7 +190,7 @@ class TurnRunner:
             question=incoming.text if self.store_text and not incoming.private
             and outcome_of(result) == "unanswerable" else None,
             sources=[r.source for r in result.references],
-            latency_ms=result.latency_ms, llm_calls=result.llm_calls))
+            latency_ms=result.latency_ms, llm_calls=result.llm_calls, overridden=incoming.search_anyway))
         if delivery.feedback:
             await self.records.remember(AnswerRecord(
                 answer_id=answer_id, route=result.route, sources=[r.source for r in result.references],

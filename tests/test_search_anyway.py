@@ -40,6 +40,15 @@ async def test_slack_refusal_offers_search_anyway_which_answers_in_the_thread(ma
     assert "Sorry, I can only help" in refusal_now["text"] and not anyway_buttons(refusal_now)  # button taken off
     assert QUESTION in llm.requests_for(AGENT)[0].text
     assert len(llm.requests_for(ROUTER)) == 1  # the router model is not asked again
+    # the knowledge-gap report counts the refusal the asker overrode
+    from datetime import datetime, timedelta, timezone
+
+    from agent.report.figures import figures
+
+    turns = await slack.bot.services.askdesk.state.turns(datetime.now(timezone.utc) - timedelta(hours=1))
+    assert [(t.outcome, t.overridden) for t in turns] == [("refused", False), ("answered", True)]
+    now = datetime.now(timezone.utc)
+    assert figures(turns, [], [], since=now - timedelta(hours=1), until=now).as_dict()["refusals_overridden"] == 1
 
     # pressed twice (or delivered twice): a note, no second answer
     await slack.click("search_anyway", button["value"], message_ts=refusal["ts"], thread_ts=ts, message=refusal)

@@ -137,12 +137,14 @@ async def test_turns_are_read_back_from_a_moment_on(state):
     await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="answered"))
     await state.record_turn(TurnRecord(surface="teams", outcome="unanswerable", route="knowledge", answer_id="a1",
                                        question="parking at the depot?", sources=["a.md"], latency_ms=812.5,
-                                       llm_calls=2))
+                                       llm_calls=2, overridden=True))
     [recent] = await state.turns(datetime.now(timezone.utc) - timedelta(days=7))
     assert (recent.surface, recent.outcome, recent.route, recent.answer_id, recent.question, recent.sources,
-            recent.latency_ms, recent.llm_calls) == ("teams", "unanswerable", "knowledge", "a1",
-                                                     "parking at the depot?", ["a.md"], 812.5, 2)
-    assert len(await state.turns(old - timedelta(seconds=1))) == 2
+            recent.latency_ms, recent.llm_calls, recent.overridden) == ("teams", "unanswerable", "knowledge", "a1",
+                                                                        "parking at the depot?", ["a.md"], 812.5, 2,
+                                                                        True)
+    turns = await state.turns(old - timedelta(seconds=1))
+    assert len(turns) == 2 and not turns[0].overridden
 
 
 async def test_an_escalation_is_found_by_its_thread_and_answered_once(state):

@@ -29,6 +29,7 @@ class Figures:
     escalations: int = 0
     escalations_answered: int = 0
     median_reply_minutes: float | None = None  # time to a person's first reply
+    overridden: int = 0  # refusals the asker overrode ("Search the documents anyway"): wrong refusals
     top_documents: list[tuple[str, int]] = field(default_factory=list)
 
     @property
@@ -54,6 +55,7 @@ class Figures:
             "escalations": {"total": self.escalations, "answered": self.escalations_answered,
                             "median_reply_minutes": self.median_reply_minutes},
             "top_documents": [{"source": s, "citations": n} for s, n in self.top_documents],
+            "refusals_overridden": self.overridden,
         }
 
 
@@ -79,6 +81,7 @@ def figures(turns: list[TurnRecord], feedback: list[Feedback], escalations: list
         outcomes[turn.outcome] += 1
         per_day.setdefault(turn.created_at.date().isoformat(), Counter())[turn.surface] += 1
         cited.update(set(turn.sources))
+        fig.overridden += turn.overridden
     fig.questions = sum(outcomes.values())
     fig.per_day = {d: dict(c) for d, c in sorted(per_day.items())}
     fig.outcomes = {o: outcomes.get(o, 0) for o in OUTCOMES}

@@ -22,6 +22,8 @@ def summary_rows(report: Report) -> list[tuple[str, str]]:
     f = report.figures
     rows = [("Questions", str(f.questions))]
     rows += [(o.replace("_", "-"), f"{f.outcomes[o]} ({percent(f.shares[o])})") for o in OUTCOMES if f.outcomes[o]]
+    if f.outcomes.get("refused") or f.overridden:  # a refusal the asker overrode was a wrong one
+        rows.append(("Refusals overridden by the asker", str(f.overridden)))
     rows += [("👍 / 👎", f"{f.thumbs_up} / {f.thumbs_down} (👎 {percent(f.down_rate)})"),
              ("Escalations (answered)", f"{f.escalations} ({f.escalations_answered})"),
              ("Median time to a person's reply",

@@ -58,6 +58,7 @@ class TurnRecord(BaseModel):
     sources: list[str] = Field(default_factory=list)
     latency_ms: float = 0.0
     llm_calls: int = 0
+    overridden: bool = False  # a refusal the asker overrode ("Search the documents anyway"): a wrong one
 
 
 class Escalation(BaseModel):

@@ -109,6 +109,14 @@ MIGRATIONS += (
     )),
 )
 
+MIGRATIONS += (
+    Migration(4, "turns: refusals the asker overrode", sqlite=(
+        "ALTER TABLE turns ADD COLUMN overridden INTEGER NOT NULL DEFAULT 0",
+    ), postgres=(
+        "ALTER TABLE turns ADD COLUMN overridden BOOLEAN NOT NULL DEFAULT FALSE",
+    )),
+)
+
 LATEST = MIGRATIONS[-1].version
 
 

@@ -233,17 +233,17 @@ class PostgresState:
     # ----------------------------------------------------------------- the report's turns
     async def record_turn(self, turn: TurnRecord) -> None:
         await self._execute(
-            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls,"
+            " overridden) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             turn.created_at.timestamp(), turn.surface, turn.outcome, turn.route, turn.answer_id, turn.question,
-            json.dumps(turn.sources), float(turn.latency_ms), turn.llm_calls)
+            json.dumps(turn.sources), float(turn.latency_ms), turn.llm_calls, turn.overridden)
 
     async def turns(self, since: datetime) -> list[TurnRecord]:
         from agent.state.sqlite import turn_of
 
         rows = await self._fetch(
-            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls FROM turns"
-            " WHERE created >= $1 ORDER BY id", since.timestamp())
+            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls, overridden"
+            " FROM turns WHERE created >= $1 ORDER BY id", since.timestamp())
         return [turn_of(tuple(r)) for r in rows]
 
     # ----------------------------------------------------------------- escalations

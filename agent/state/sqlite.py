@@ -191,15 +191,15 @@ class SQLiteState:
     # ----------------------------------------------------------------- the report's turns
     async def record_turn(self, turn: TurnRecord) -> None:
         await self._write(
-            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO turns (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls,"
+            " overridden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (turn.created_at.timestamp(), turn.surface, turn.outcome, turn.route, turn.answer_id, turn.question,
-             json.dumps(turn.sources), turn.latency_ms, turn.llm_calls))
+             json.dumps(turn.sources), turn.latency_ms, turn.llm_calls, int(turn.overridden)))
 
     async def turns(self, since: datetime) -> list[TurnRecord]:
         rows = await self._rows(
-            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls FROM turns"
-            " WHERE created >= ? ORDER BY id", (since.timestamp(),))
+            "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls, overridden"
+            " FROM turns WHERE created >= ? ORDER BY id", (since.timestamp(),))
         return [turn_of(r) for r in rows]
 
     # ----------------------------------------------------------------- escalations
@@ -254,9 +254,11 @@ class SQLiteState:
 
 
 def turn_of(r) -> TurnRecord:
-    """A `turns` row (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls)."""
+    """A `turns` row (created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls,
+    overridden)."""
     return TurnRecord(created_at=datetime.fromtimestamp(r[0], timezone.utc), surface=r[1], outcome=r[2], route=r[3],
-                      answer_id=r[4], question=r[5], sources=json.loads(r[6]), latency_ms=r[7], llm_calls=r[8])
+                      answer_id=r[4], question=r[5], sources=json.loads(r[6]), latency_ms=r[7], llm_calls=r[8],
+                      overridden=bool(r[9]))
 
 
 def _record(rows: list) -> AnswerRecord | None:
