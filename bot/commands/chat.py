@@ -99,7 +99,9 @@ class TerminalReply:
             self.console.print(self.header)
         render_answer(self.console, result, shown_notice=self.shown_notice, streamed=streamed)
         if self.refused and self.hint:
-            self.console.print(f"[dim]{self.hint}[/dim]")
+            from rich.markup import escape
+
+            self.console.print(f"[dim]{escape(self.hint)}[/dim]")
         return None
 
     async def note(self, text: str) -> None:
