@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 
 from tests.fakes.slack_api import BOT_USER_ID
+from tests.test_escalation_slack import buttons
 from tests.test_slack_bot import AGENT, KB_DOC, ROUTER, bot_messages, fake_slack, final, llm, make_bot  # noqa: F401
 
 QUESTION = "who pays for the income eligibility check at the center?"
 
 
 def anyway_buttons(message: dict) -> list[dict]:
-    return [e for b in message.get("blocks") or [] if b.get("type") == "actions" for e in b["elements"]
-            if e["action_id"] == "search_anyway"]
+    return [b for b in buttons(message) if b["action_id"] == "search_anyway"]
 
 
 async def test_slack_refusal_offers_search_anyway_which_answers_in_the_thread(make_bot, fake_slack, llm):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from typing import Any
@@ -13,7 +12,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.escalation import reachable_target
-from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, escalate_button, note_blocks
+from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, action_value, escalate_button, note_blocks
 from bot.slack.commands import run_and_respond
 from bot.slack.comments import open_comment_box
 from bot.slack.escalation import escalate_value
@@ -21,14 +20,6 @@ from bot.slack.reply import describe
 from bot.turn import TurnRunner
 
 log = logging.getLogger("askdesk.slack")
-
-
-def _json(value: str | None) -> dict[str, Any]:
-    try:
-        data = json.loads(value or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def register(app: AsyncApp) -> None:
@@ -40,7 +31,7 @@ def register(app: AsyncApp) -> None:
     @app.action(RECORDS_SHARE)
     async def share(ack: AsyncAck, body: dict, action: dict, respond: AsyncRespond, runner: Any) -> None:
         await ack()
-        value = _json(action.get("value"))
+        value = action_value(action)
         found = runner.askdesk.capabilities().command(str(value.get("c") or ""))
         if found is None:
             return
@@ -50,7 +41,7 @@ def register(app: AsyncApp) -> None:
 
 
 async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runner: TurnRunner) -> None:
-    value = _json(action.get("value"))
+    value = action_value(action)
     user = (body.get("user") or {}).get("id") or "unknown"
     container = body.get("container") or {}
     message = body.get("message") or {}

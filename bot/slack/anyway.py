@@ -10,7 +10,6 @@ and a second press (or a second replica's delivery) only gets a note.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -21,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.escalation import reachable_target
-from bot.slack.blocks import ANYWAY_BLOCK_ID, SEARCH_ANYWAY
+from bot.slack.blocks import ANYWAY_BLOCK_ID, SEARCH_ANYWAY, action_value
 from bot.slack.history import strip_mention
 from bot.slack.reply import Reply, describe, send_note
 from bot.slack.services import Answering
@@ -41,11 +40,7 @@ def register(app: AsyncApp) -> None:
 
 
 def _question_ts(action: dict[str, Any]) -> str | None:
-    try:
-        value = json.loads(action.get("value") or "{}")
-    except json.JSONDecodeError:
-        return None
-    ts = value.get("m") if isinstance(value, dict) else None
+    ts = action_value(action).get("m")
     return ts if isinstance(ts, str) else None
 
 

@@ -221,6 +221,15 @@ def anyway_block(value: str, prompts: "PromptSet | None" = None) -> Block:
         "text": {"type": "plain_text", "text": "🔎 " + _texts(prompts).text("search_anyway_button"), "emoji": True}}]}
 
 
+def action_value(action: dict[str, Any]) -> dict[str, Any]:
+    """A pressed button's JSON value (empty when it is missing or not an object)."""
+    try:
+        data = json.loads(action.get("value") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def anyway_value(question_ts: str) -> str:
     return json.dumps({"m": question_ts}, separators=(",", ":"))
 

@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.state.base import Escalation, utcnow
 from bot.escalation import escalation_channels, reachable_target
-from bot.slack.blocks import ESCALATE, SAVE_ANSWER, plain
+from bot.slack.blocks import ESCALATE, SAVE_ANSWER, action_value, plain
 from bot.slack.escape import safe_markdown, safe_mrkdwn, web_link
 from bot.slack.history import is_bot_message, strip_mention
 from bot.slack.reply import describe, send_note
@@ -43,14 +43,6 @@ def slack_to_plain(text: str) -> str:
     """Slack's message text as plain Markdown: `<url|label>` as a link, entities decoded."""
     text = _LINK.sub(lambda m: f"[{m[2]}]({m[1]})", text)
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
-def _value(action: dict[str, Any]) -> dict[str, Any]:
-    try:
-        data = json.loads(action.get("value") or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def escalate_value(answer_id: str | None, message_ts: str | None, thread_ts: str | None) -> str:
@@ -82,7 +74,7 @@ def _question(messages: list[dict[str, Any]], answer_ts: str, context: AsyncBolt
 async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context: AsyncBoltContext,
                        answering: Answering) -> None:
     runner, prompts = answering.runner, answering.askdesk.prompts
-    value = _value(action)
+    value = action_value(action)
     user = (body.get("user") or {}).get("id") or "unknown"
     container = body.get("container") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
@@ -258,7 +250,7 @@ async def save_answer(body: dict, action: dict, client: AsyncWebClient, runner: 
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     thread = container.get("thread_ts") or container.get("message_ts")
     prompts = runner.prompts
-    escalation = await runner.state.escalation(str(_value(action).get("e") or ""))
+    escalation = await runner.state.escalation(str(action_value(action).get("e") or ""))
     if escalation is None or not escalation.expert_answer or not channel:
         return
 
