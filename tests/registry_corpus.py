@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 
@@ -81,6 +82,35 @@ OWN_REQUESTS = [
     "Richland Hills within 5 miles of 76118", "Travis county co. centers", "daycares with 30 spots",
     "infant care near me", "Austin County infant care", "Lutheran", "montessori near 78702",
 ]
+
+
+TOKEN_HASH = "test:token-hash"
+
+
+class TokenHashEmbedder:
+    """A bag of words as a vector: each word adds a fixed pattern of -1/0/+1 (from its hash)
+    to 64 integer components. The sums are exact, so the similarities, and every order built
+    on them, are the same on every machine; records that share words with a query still come
+    closest to it."""
+
+    name = TOKEN_HASH
+    dim = 64
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0] * self.dim
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.sha256(word.encode()).digest()
+            for i in range(self.dim):
+                vector[i] += (-1, 0, 1, 0)[digest[i // 4] >> (2 * (i % 4)) & 3]
+        if not any(vector):
+            vector[0] = 1  # a text without words still has a direction
+        return [float(v) for v in vector]
 
 
 def _text(value: str) -> str | dict[str, str]:

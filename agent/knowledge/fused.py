@@ -28,7 +28,7 @@ def fuse(lists: list[tuple[list[Passage], float]], top_k: int, k: int = RRF_K) -
             kept = best.get(key)
             if kept is None or (p.dense_score or 0.0) > (kept.dense_score or 0.0):
                 best[key] = p
-    order = sorted(scores, key=lambda key: -scores[key])[:top_k]
+    order = sorted(scores, key=lambda key: (-scores[key], key))[:top_k]  # ties: document, then chunk
     return [best[key].model_copy(update={"score": round(scores[key], 6)}) for key in order]
 
 

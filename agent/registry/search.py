@@ -132,9 +132,9 @@ def fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, No
     matrix = np.asarray([p.vector[DENSE] for p in word_hits], dtype=np.float32)
     q = np.asarray(dense, dtype=np.float32)
     cosine = matrix @ q / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(q) + 1e-9)
-    dense_rank = {int(i): r for r, i in enumerate(np.argsort(-cosine))}
+    dense_rank = {int(i): r for r, i in enumerate(np.argsort(-cosine, kind="stable"))}  # ties: word order
     fused = [(1 / (RRF_K + i + 1) + 1 / (RRF_K + dense_rank[i] + 1), i) for i in range(len(word_hits))]
-    fused.sort(key=lambda t: -t[0])
+    fused.sort(key=lambda t: (-t[0], t[1]))
     points = []
     for score, i in fused[:limit]:
         point = word_hits[i]
