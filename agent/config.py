@@ -133,6 +133,17 @@ class Settings(BaseSettings):
         description="Folder of learned answers (\"Save as answer\" on an expert's reply, `askdesk learned`), "
         "ingested into the default collection; unset = <data_dir>/learned.",
     )
+    sources: Path | None = Field(
+        None,
+        description="The YAML file declaring the knowledge sources `askdesk sync` keeps in the knowledge base "
+        "(folders, websites, Confluence, SharePoint/OneDrive, Google Drive; docs/sources.md); unset = "
+        "<data_dir>/sources.yaml when it exists.",
+    )
+    sync_interval: float = Field(
+        60.0, ge=0,
+        description="Minutes between syncs of each source while `askdesk serve` runs (a source's own "
+        "interval_minutes wins); 0 = only `askdesk sync`.",
+    )
 
     # --- surfaces -------------------------------------------------------------------
     answer_mode: AnswerMode = Field(

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from agent.store import StoreInUse
-from bot.commands import EXIT_IN_USE, chat, evaluate, facility, knowledge, learned, registry, report, serve, teams
+from bot.commands import EXIT_IN_USE, chat, evaluate, facility, knowledge, learned, registry, report, serve, sources, teams
 
 app = typer.Typer(
     name="askdesk",
@@ -16,7 +16,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for module in (knowledge, facility, registry, chat, evaluate, report, serve, teams, learned):
+for module in (knowledge, facility, registry, chat, evaluate, report, serve, teams, learned, sources):
     module.register(app)
 
 

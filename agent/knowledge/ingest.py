@@ -135,11 +135,12 @@ def discover(paths: Iterable[Path]) -> tuple[list[tuple[Path, str]], list[tuple[
     return found, problems
 
 
-def file_hash(doc: Document, chunk_chars: int, overlap: int, embedder: str) -> str:
-    key = json.dumps(
-        [doc.title, doc.url, chunk_chars, overlap, CHUNKER_VERSION, SPARSE_VERSION, embedder, text_hash(doc.text)],
-        ensure_ascii=False,
-    )
+def file_hash(doc: Document, chunk_chars: int, overlap: int, embedder: str, extra: dict[str, Any] | None = None) -> str:
+    parts: list[Any] = [doc.title, doc.url, chunk_chars, overlap, CHUNKER_VERSION, SPARSE_VERSION, embedder,
+                        text_hash(doc.text)]
+    if extra:  # a synced document's origin and audience: a changed audience rewrites its chunks
+        parts.append(extra)
+    key = json.dumps(parts, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -172,10 +173,18 @@ async def _uncount(runtime: "Runtime", name: str, stats: "statistics.Statistics 
             stats.count(payload, terms, -1)
 
 
+# documents written by a source's sync (agent/sources/sync.py) are keyed "@<source>/<ref>";
+# `ingest --prune` of a folder never touches them
+SYNCED_PREFIX = "@"
+
+
 def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]], fhash: str, lang: str,
-                 n_chunks: int, version: str) -> list[models.PointStruct]:
+                 n_chunks: int, version: str, extra: dict[str, Any] | None = None) -> list[models.PointStruct]:
     """Points of `chunks` (one write batch of version `version` of a file that has `n_chunks`
-    chunks in all)."""
+    chunks in all). `extra`: payload every chunk of the document carries (`origin`, `audience`,
+    `filename` of a synced document)."""
+    extra = extra or {}
+    name_words = file_name_words(extra.get("filename") or doc.source)
     points = []
     for chunk, vector in zip(chunks, vectors):
         embed_text = chunk.embed_text(doc.title)
@@ -195,10 +204,11 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
         }
         if doc.url:
             payload["url"] = doc.url
+        payload.update(extra)
         points.append(
             models.PointStruct(
                 id=point_id(doc.source, chunk.chunk_index, content_hash, version),
-                vector={DENSE: vector, SPARSE: bm25_document(f"{embed_text}\n{file_name_words(doc.source)}", lang)},
+                vector={DENSE: vector, SPARSE: bm25_document(f"{embed_text}\n{name_words}", lang)},
                 payload=payload,
             )
         )
@@ -230,13 +240,13 @@ async def ingest(
                          f"the default ({settings.collection!r})")
     progress = progress or IngestProgress()
     report = IngestReport(collection=name)
-    embedder = runtime.embedder()  # fails early (EmbedderError) when e.g. an API key is missing
+    runtime.embedder()  # fails early (EmbedderError) when e.g. an API key is missing
 
     files, problems = discover(paths)
     report.skipped.extend(problems)
     progress.files_found(len(files))
     max_bytes = int(settings.max_file_mb * 1_000_000)
-    planned: list[tuple[Document, list[Chunk]]] = []
+    planned: list[tuple[Document, list[Chunk], dict[str, Any]]] = []
     for path, source in files:
         try:
             doc = load_document(path, source, max_bytes=max_bytes)
@@ -250,10 +260,54 @@ async def ingest(
             report.skipped.append((source, "no text content"))
             progress.file_done(source)
             continue
-        planned.append((doc, chunks))
+        planned.append((doc, chunks, {}))
+    present = {source for _, source in files} if prune else None
+    return await _write(runtime, name, planned, report, progress, present=present, dropped=set(remove),
+                        calibration_wanted=calibration_wanted, started=started)
+
+
+async def ingest_documents(
+    runtime: "Runtime",
+    documents: Iterable[tuple[Document, dict[str, Any]]],
+    *,
+    collection: str | None = None,
+    remove: Iterable[str] = (),
+    progress: IngestProgress | None = None,
+    calibration_wanted: bool = True,
+) -> IngestReport:
+    """Write documents that came from a source (each with the payload all its chunks carry) and
+    delete the `remove`d keys, with the same per-document atomic swap as `ingest`."""
+    started = time.perf_counter()
+    settings = runtime.settings
+    name = settings.collection if collection is None else collection
+    progress = progress or IngestProgress()
+    report = IngestReport(collection=name)
+    runtime.embedder()
+    documents = list(documents)
+    progress.files_found(len(documents))
+    planned: list[tuple[Document, list[Chunk], dict[str, Any]]] = []
+    for doc, extra in documents:
+        chunks = chunk_document(doc.text, title=doc.title, chunk_chars=settings.chunk_chars,
+                                overlap=settings.chunk_overlap)
+        if not chunks:
+            report.skipped.append((doc.source, "no text content"))
+            progress.file_done(doc.source)
+            continue
+        planned.append((doc, chunks, extra))
+    return await _write(runtime, name, planned, report, progress, present=None, dropped=set(remove),
+                        calibration_wanted=calibration_wanted, started=started)
+
+
+async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, list[Chunk], dict[str, Any]]],
+                 report: IngestReport, progress: IngestProgress, *, present: set[str] | None, dropped: set[str],
+                 calibration_wanted: bool, started: float) -> IngestReport:
+    """Bring the collection in line with `planned` (see `ingest`); `present`: prune every other
+    file (synced documents excepted)."""
+    settings = runtime.settings
+    embedder = runtime.embedder()
+    prune = present is not None
     report.files = len(planned)
-    report.chunks = sum(len(chunks) for _, chunks in planned)
-    dropped = set(remove)
+    report.chunks = sum(len(chunks) for _, chunks, _ in planned)
     if not planned and not prune and not dropped:  # nothing to write: do not create an empty collection
         report.seconds = time.perf_counter() - started
         return report
@@ -273,19 +327,19 @@ async def ingest(
     if states and (saved is None or saved.content_version != started_from):
         stats = None
     work = []
-    for doc, chunks in planned:
-        fhash = file_hash(doc, settings.chunk_chars, settings.chunk_overlap, embedder.name)
+    for doc, chunks, extra in planned:
+        fhash = file_hash(doc, settings.chunk_chars, settings.chunk_overlap, embedder.name, extra)
         if _is_current(states.get(doc.source), fhash, len(chunks)):
             report.unchanged.append(doc.source)
             progress.file_done(doc.source)
         else:
-            work.append((doc, chunks, fhash))
-    progress.chunks_found(sum(len(chunks) for _, chunks, _ in work))
+            work.append((doc, chunks, fhash, extra))
+    progress.chunks_found(sum(len(chunks) for _, chunks, _, _ in work))
 
     deleted: list[str] = []  # superseded versions already deleted: their keys go with the next write
     cache = open_cache(settings)
     try:
-        for doc, chunks, fhash in work:
+        for doc, chunks, fhash, extra in work:
             old = await _versions_of(runtime, name, doc.source, states.get(doc.source))
             await _uncount(runtime, name, stats, doc.source, old)
             version = versions.new_version()
@@ -299,7 +353,7 @@ async def ingest(
                 before = cache.get_many(embedder.name, [text_hash(t) for t in texts]) if cache else {}
                 vectors = await embed_with_cache(embedder, texts, cache)
                 report.embedded += len(texts) - len(before)
-                points = build_points(doc, batch, vectors, fhash, lang, len(chunks), version)
+                points = build_points(doc, batch, vectors, fhash, lang, len(chunks), version, extra)
                 await runtime.store.upsert(name, points)
                 written += points
                 report.chunks_written += len(points)
@@ -316,8 +370,8 @@ async def ingest(
             cache.close()
 
     if prune or dropped:
-        present = {source for _, source in files}
-        gone = (set(states) - present if prune else set()) | (dropped & set(states))
+        unlisted = {s for s in states if s not in (present or ()) and not s.startswith(SYNCED_PREFIX)}
+        gone = (unlisted if prune else set()) | (dropped & set(states))
         for source in sorted(gone):
             old = await _versions_of(runtime, name, source, states[source])
             await _uncount(runtime, name, stats, source, old)

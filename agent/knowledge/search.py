@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 import agent.store.models as models
+from agent.audience import current, narrowed
 from agent.knowledge import versions
 from agent.knowledge import calibration
 from agent.knowledge.embedders import EmbedderError
@@ -154,7 +155,8 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
                   mode: SearchMode) -> list[Passage]:
     metadata = await _check_collection(runtime, name)
     user_filter = filters.to_qdrant() if filters else None
-    flt = versions.visible(user_filter, metadata)  # each file wholly old or wholly new
+    # what the asker may see (agent/audience.py), then each file wholly old or wholly new
+    flt = versions.visible(narrowed(user_filter), metadata)
     try:
         dense_vec = await runtime.embedder().embed_query(query) if mode != "sparse" else None
     except EmbedderError as exc:
@@ -185,7 +187,7 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not points and not user_filter and await runtime.store.count(name, flt) == 0:
+    if not points and not user_filter and current() is None and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
     passages = [_passage(p, dense_vec) for p in points]
     centers = metadata.get(calibration.KEY)

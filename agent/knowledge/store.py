@@ -26,7 +26,8 @@ SCHEMA_VERSION = 1
 POINT_NAMESPACE = uuid.UUID("6f1c9a52-8d1e-4e55-9a63-0b7f3c1d2e4a")
 # payload indexes for the fields searches and ingestion filter on
 INDEXED_FIELDS: dict[str, models.PayloadSchemaType] = {
-    field_name: models.PayloadSchemaType.KEYWORD for field_name in ("source", "lang", "file_hash", versions.VERSION)
+    field_name: models.PayloadSchemaType.KEYWORD
+    for field_name in ("source", "lang", "file_hash", versions.VERSION, "origin", "audience")
 }
 
 
