@@ -18,6 +18,7 @@ from typing import Iterator
 import agent.store.models as models
 
 EVERYONE = "everyone"
+NOBODY = "nobody"  # an audience that names no one: visible to no asker
 AUDIENCE_KEY = "audience"
 
 _viewing: ContextVar[frozenset[str] | None] = ContextVar("askdesk_audience", default=None)
@@ -69,6 +70,15 @@ def narrowed(flt: models.Filter | None) -> models.Filter | None:
     if flt is None:
         return audience
     return models.Filter(must=[models.neutral(flt), audience])
+
+
+def normal_audience(keys: list[str] | None) -> list[str]:
+    """An audience as chunks carry it: emails and domains lower-cased (they compare so), channel
+    and user ids as they are; never empty (an empty list would read as "no audience": everyone)."""
+    if keys is None:
+        return [EVERYONE]
+    out = {k.lower() if "@" in k or k.lower().startswith("domain:") else k for k in (str(x).strip() for x in keys) if k}
+    return sorted(out) or [NOBODY]
 
 
 def may_see(audience: list[str] | None, keys: frozenset[str] | None) -> bool:

@@ -108,8 +108,8 @@ async def test_a_file_without_a_question_is_summarised(kb_runtime):
     (Attachment(name="broken.pdf", mimetype="application/pdf", data=b"%PDF-1.4\n1 0 obj <</Type /Catalog"), "couldn't read broken.pdf"),
     (Attachment(name="big.pdf", mimetype="application/pdf", size=50_000_000, problem="too_large"), "big.pdf is larger than the 10 MB"),
     (Attachment(name="big2.txt", mimetype="text/plain", data=b"x" * 10_000_001), "big2.txt is larger than the 10 MB"),
-    (Attachment(name="notes.docx", mimetype="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-                size=1200), "only read text, Markdown, HTML, PDF and CSV files, so I skipped notes.docx"),
+    (Attachment(name="notes.odt", mimetype="application/vnd.oasis.opendocument.text", size=1200),
+     "only read text, Markdown, HTML, PDF, Word, PowerPoint, Excel and CSV files, so I skipped notes.odt"),
     (Attachment(name="lost.pdf", mimetype="application/pdf", problem="download_failed"), "couldn't download lost.pdf"),
 ])
 async def test_a_bad_file_is_one_line_before_the_answer_and_the_question_is_still_answered(kb_runtime, bad, line):
@@ -151,14 +151,15 @@ def test_file_problems_are_known_before_downloading(tmp_path):
     settings = Settings(data_dir=tmp_path, file_max_mb=10)
     assert file_problem("a.pdf", "application/pdf", 50_000_000, settings) == "too_large"
     assert file_problem("photo.jpg", "image/jpeg", 10, settings) == "image"
-    assert file_problem("sheet.xlsx", "", 10, settings) == "unsupported"
+    assert file_problem("archive.zip", "application/zip", 10, settings) == "unsupported"
+    assert file_problem("sheet.xlsx", "", 10, settings) is None  # Office files are read (tests/test_office_loaders.py)
     assert file_problem("report", "application/pdf", None, settings) is None  # the type stands in for a suffix
     assert file_problem("notes.md", "", None, settings) is None
 
 
 def test_thread_files_are_bounded_by_their_text_and_replace_a_file_of_the_same_name():
     from agent.knowledge.loaders import Document
-    from agent.turn.files import ThreadFiles
+    from agent.turn.context import ThreadFiles
 
     files = ThreadFiles(max_chars=1000)
     doc = lambda name, size: Document(source=name, title=name, text="x" * size, format="text")  # noqa: E731

@@ -90,6 +90,21 @@ def test_table_rows_stay_whole_and_continuations_repeat_the_header():
     assert any("After the table." in c.text for c in chunks)
 
 
+def test_the_overlap_never_carries_part_of_a_table_into_the_next_chunk():
+    """Cells holding sentences once let the overlap cut the table's last row in half
+    ("Visitors wait here. |") and start the next chunk with it."""
+    rows = [f"| Rule {i} | Staff must sign in. Visitors wait here. |" for i in range(5)]
+    text = ("## Rules\n\nIntro.\n\n| Rule | Text |\n|---|---|\n" + "\n".join(rows) + "\n\n"
+            + "Another paragraph that is fairly long and goes on. " * 8)
+    chunks = chunk_document(text, chunk_chars=400, overlap=150)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        for line in chunk.text.splitlines():
+            if "|" in line:
+                assert line.startswith("|") and line.endswith("|") and line in text, f"row cut: {line!r}"
+    assert sum(c.text.count("| Rule 4 |") for c in chunks) == 1  # each row once
+
+
 def test_lead_in_line_stays_with_what_it_introduces():
     qa = "\n\n".join(f"**Q{i}: What is rule {i}?**\n\n" + f"Rule {i} says something long enough. " * 6 for i in range(1, 12))
     chunks = chunk_document("## Q&A\n\n" + qa, chunk_chars=500, overlap=0)

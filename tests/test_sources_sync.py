@@ -219,3 +219,98 @@ def test_askdesk_plugins_sync_and_sources_from_the_command_line(org):
         [("handbook", 2, "everyone", None), ("hr", 1, ["C0HR", "Boss@Acme.example"], None)]
     unknown = run("sync", "nope")
     assert unknown.returncode == 2 and unknown.stderr.strip().startswith("error: no source named 'nope'")
+
+
+async def test_askdesk_sync_is_handed_to_the_running_bot(org, tmp_path, monkeypatch):
+    """While `askdesk serve` holds the store, `askdesk sync` (the real console script) has the
+    bot run it, through the admin channel."""
+    from bot.admin.channel import AdminChannel
+    from tests.test_store_concurrency import cli_env, run_cli
+
+    runtime_dir = tmp_path / "run"
+    runtime_dir.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_dir))
+    settings = Settings(data_dir=org / "data", sources=org / "sources.yaml")
+    runtime = Runtime.open(settings)
+    channel = await AdminChannel.start(settings, runtime)
+    try:
+        env = {**cli_env(org / "data"), "ASKDESK_SOURCES": str(org / "sources.yaml")}
+        code, out, err = await run_cli(["sync", "--json"], env, timeout=240)
+        assert code == 0 and "the running bot" in err, err
+        assert [(r["source"], len(r["added"])) for r in json.loads(out)] == [("handbook", 2), ("hr", 1)]
+        assert "@hr/panel.md" in await sources_found(runtime, "disciplinary panel Tuesdays")
+    finally:
+        await channel.close()
+        await runtime.close()
+
+
+async def test_serve_syncs_each_source_when_its_interval_has_passed(runtime, org, monkeypatch):
+    import time
+
+    from agent.sources import schedule
+    from agent.sources import sync as sync_module
+
+    monkeypatch.setattr(schedule, "load_sources", lambda settings: load_sources(settings, kinds()))
+    text = (org / "sources.yaml").read_text().replace("    audience: [C0HR", "    interval_minutes: 5\n    audience: [C0HR")
+    (org / "sources.yaml").write_text(text)  # hr every 5 minutes, handbook every 60 (the default)
+    synced: list[str] = []
+    real = sync_module.sync_source
+
+    async def counting(rt, source, state, **kw):
+        synced.append(source.name)
+        return await real(rt, source, state, **kw)
+
+    monkeypatch.setattr(schedule, "sync_source", counting)
+    now = time.time()
+    assert await schedule.sync_due(runtime, now=now) == 300 and synced == ["handbook", "hr"]
+    assert await schedule.sync_due(runtime, now=now + 60) == pytest.approx(240, abs=2) and synced == ["handbook", "hr"]
+    await schedule.sync_due(runtime, now=now + 330)
+    assert synced == ["handbook", "hr", "hr"]
+    await schedule.sync_due(runtime, now=now + 3630)
+    assert synced == ["handbook", "hr", "hr", "handbook", "hr"]
+
+
+async def test_a_learned_answer_from_a_restricted_channel_keeps_its_audience(runtime, tmp_path):
+    from datetime import datetime
+
+    from agent.knowledge.ingest import ingest
+    from agent.knowledge.learned import save
+
+    folder = tmp_path / "learned"
+    name, _ = await save(runtime, folder, key="k1", question="Who chairs the grievance board?",
+                         answer="Grievances go to the Zanzibar board, chaired by HR.", expert="Ana",
+                         when=datetime(2026, 11, 1), audience=["C0HR"])
+    assert await sources_found(runtime, "Zanzibar grievance board", viewer_keys(channel="C0HR")) == {name}
+    assert await sources_found(runtime, "Zanzibar grievance board", viewer_keys(channel="C0ALL")) == set()
+    await ingest(runtime, [folder])  # re-ingesting the folder keeps it (the audience is in the file)
+    assert await sources_found(runtime, "Zanzibar grievance board", viewer_keys(channel="C0ALL")) == set()
+
+
+async def test_save_as_answer_from_a_restricted_channel_stays_there(runtime):
+    """The service's "Save as answer": a question asked in a channel some source is limited to
+    (C0HR) gives an answer only that channel sees; one asked in #general is everyone's."""
+    from datetime import datetime
+
+    from agent.capabilities.knowledge import KnowledgeCapability
+    from agent.capabilities.loader import capabilities_from
+    from agent.plugins import Registrar
+    from agent.providers.models import ServiceModels
+    from agent.sources.config import restricted_places
+    from agent.state.memory import MemoryState
+    from agent.turn.service import Askdesk
+
+    assert restricted_places(runtime.settings) == {"C0HR"}  # not the email in the same list
+    r = Registrar()
+    r.capability(KnowledgeCapability)
+    with capabilities_from(r):
+        askdesk = Askdesk(runtime.settings, runtime, state=MemoryState(),
+                          models=ServiceModels(router=None, agent=None, notice=None))
+    when = datetime(2026, 11, 2)
+    hr = await askdesk.save_learned(key="e1", question="Who chairs the grievance board?", expert="Ana", when=when,
+                                    answer="The Zanzibar board, chaired by HR.", asked_in="C0HR")
+    everyone = await askdesk.save_learned(key="e2", question="Where is the canteen?", expert="Bo", when=when,
+                                          answer="The Quokka canteen is on floor 2.", asked_in="C0ALL")
+    assert hr not in await sources_found(runtime, "Zanzibar grievance board", viewer_keys(channel="C0ALL"))
+    assert hr in await sources_found(runtime, "Zanzibar grievance board", viewer_keys(channel="C0HR"))
+    assert everyone in await sources_found(runtime, "Quokka canteen floor", viewer_keys(channel="C0ALL"))
+    await askdesk.close()

@@ -29,9 +29,13 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif", ".
 TYPE_SUFFIXES = {
     "application/pdf": ".pdf", "text/plain": ".txt", "text/markdown": ".md", "text/x-markdown": ".md",
     "text/csv": ".csv", "application/csv": ".csv", "text/tab-separated-values": ".tsv", "text/html": ".html",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.ms-excel.sheet.macroenabled.12": ".xlsm",
     # what Slack (`filetype`) and Teams (`fileType`) call them
     "pdf": ".pdf", "text": ".txt", "txt": ".txt", "markdown": ".md", "md": ".md", "csv": ".csv", "tsv": ".tsv",
-    "html": ".html", "post": ".md",
+    "html": ".html", "post": ".md", "docx": ".docx", "pptx": ".pptx", "xlsx": ".xlsx", "xlsm": ".xlsm",
 }
 MAX_TEXT_CHARS = 400_000  # of one file's text considered (about 150 pages); the rest is cut, and said so
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.markdown import segments
+from agent.markdown import Segment, segments
 
-CHUNKER_VERSION = 2  # bump when chunk boundaries change, so ingestion re-chunks every file
-# (2: headings found by the Markdown parser; the sample KB chunks identically, edge cases differ)
+CHUNKER_VERSION = 3  # bump when chunk boundaries change, so ingestion re-chunks every file
+# (2: headings found by the Markdown parser; the sample KB chunks identically, edge cases differ;
+# 3: the overlap never carries part of a table)
 
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9%)\]\"'][.!?])\s+(?=\S)")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_ROW_LIGHT = re.compile(r"^(\s*)\|.*\|\s*$")  # the same rows, leading whitespace kept
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # thematic break: no content
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -54,6 +56,26 @@ def clean_heading(text: str) -> str:
     return _MD_MARKUP.sub("", text).strip()
 
 
+def _segments(text: str) -> list[tuple[Segment, list[str]]]:
+    """The Markdown parser's top-level blocks, each with its own lines of `text`.
+
+    Only headings matter here, and a table row can never be one or open or close a code block,
+    so every table row goes to the parser as a bare `|x|`: a sheet's 5,000-row table would
+    otherwise cost the parser a token per cell and an inline parse of each (about 1 s instead
+    of 0.1 s). Line counts are kept, so each block's lines are taken back from `text` in order."""
+    lines = text.splitlines()
+    light = "\n".join(_TABLE_ROW_LIGHT.sub(r"\1|x|", line) if "|" in line else line for line in lines)
+    found = segments(light)
+    out: list[tuple[Segment, list[str]]] = []
+    position = 0
+    for segment in found:
+        out.append((segment, lines[position : position + len(segment.lines)]))
+        position += len(segment.lines)
+    if position != len(lines):  # the parser dropped or split a line after all: parse the text itself
+        return [(segment, list(segment.lines)) for segment in segments(text)]
+    return out
+
+
 def split_sections(text: str, title: str = "") -> list[Section]:
     """Sections in document order, each with its heading path (the document's H1 is the title).
     Headings are found by the Markdown parser (agent/markdown.py), so a `#` line inside a
@@ -68,9 +90,9 @@ def split_sections(text: str, title: str = "") -> list[Section]:
             sections.append(Section(path=[h for _, h in stack], body=content))
         body.clear()
 
-    for segment in segments(text):
+    for segment, lines in _segments(text):
         if segment.kind != "heading":
-            body.extend(segment.lines)
+            body.extend(lines)
             continue
         flush()
         level, heading = segment.level, clean_heading(segment.title)
@@ -191,16 +213,22 @@ def _units(body: str, limit: int, overlap: int = 0) -> list[str]:
     return units
 
 
+def _has_table(unit: str) -> bool:
+    return any(_TABLE_ROW.match(line) for line in unit.splitlines())
+
+
 def _tail(units: list[str], overlap: int) -> list[str]:
-    """Whole trailing units of a chunk that fit in `overlap` characters (table rows excepted)."""
+    """Whole trailing units of a chunk that fit in `overlap` characters. Nothing holding a table
+    row is carried: a table goes on with its header repeated, and cutting it into sentences would
+    carry half a row ("Visitors wait here. |")."""
     tail: list[str] = []
     size = 0
     for unit in reversed(units):
-        if _TABLE_ROW.match(unit.splitlines()[0]) or size + len(unit) > overlap:
+        if _has_table(unit) or size + len(unit) > overlap:
             break
         tail.insert(0, unit)
         size += len(unit) + 2
-    if not tail and units and not _TABLE_ROW.match(units[-1]):
+    if not tail and units and not _has_table(units[-1]):
         sentences = _SENTENCE_END.split(units[-1])
         for sentence in reversed(sentences[1:]):  # never the whole unit: that would duplicate it
             if size + len(sentence) > overlap:

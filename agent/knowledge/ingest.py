@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
+from agent.audience import normal_audience
 from agent.knowledge import calibration, statistics, statistics_log
 from agent.knowledge.chunking import CHUNKER_VERSION, Chunk, chunk_document
 from agent.knowledge import versions
@@ -183,7 +184,8 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
     """Points of `chunks` (one write batch of version `version` of a file that has `n_chunks`
     chunks in all). `extra`: payload every chunk of the document carries (`origin`, `audience`,
     `filename` of a synced document)."""
-    extra = extra or {}
+    extra = dict(extra or {})
+    anchors: dict[str, str] = extra.pop("anchors", None) or {}  # heading -> the page's fragment id
     name_words = file_name_words(extra.get("filename") or doc.source)
     points = []
     for chunk, vector in zip(chunks, vectors):
@@ -203,7 +205,8 @@ def build_points(doc: Document, chunks: list[Chunk], vectors: list[list[float]],
             "text": chunk.text,
         }
         if doc.url:
-            payload["url"] = doc.url
+            heading = chunk.section.rsplit(" > ", 1)[-1] if chunk.section else ""
+            payload["url"] = f"{doc.url.split('#', 1)[0]}#{anchors[heading]}" if heading in anchors else doc.url
         payload.update(extra)
         points.append(
             models.PointStruct(
@@ -260,7 +263,8 @@ async def ingest(
             report.skipped.append((source, "no text content"))
             progress.file_done(source)
             continue
-        planned.append((doc, chunks, {}))
+        # a Markdown file's front matter may limit who sees it (a learned answer from a channel)
+        planned.append((doc, chunks, {"audience": normal_audience(doc.audience)} if doc.audience else {}))
     present = {source for _, source in files} if prune else None
     return await _write(runtime, name, planned, report, progress, present=present, dropped=set(remove),
                         calibration_wanted=calibration_wanted, started=started)

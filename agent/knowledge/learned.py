@@ -9,6 +9,7 @@ code path `askdesk ingest --prune` uses for files that are gone.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -39,9 +40,12 @@ def slug(text: str, limit: int = 60) -> str:
     return words[:limit].rstrip("-") or "answer"
 
 
-def render(question: str, answer: str, expert: str, when: datetime) -> str:
+def render(question: str, answer: str, expert: str, when: datetime, audience: list[str] | None = None) -> str:
+    """The answer's file; `audience` (front matter) keeps an answer given in a restricted channel
+    to that channel's audience (agent/audience.py)."""
     title = " ".join(question.split())
-    return f"# {title}\n\n{answer.strip()}\n\n_Answered by {' '.join(expert.split())} on {when:%Y-%m-%d}._\n"
+    head = f"---\naudience: {json.dumps(sorted(audience))}\n---\n" if audience else ""
+    return f"{head}# {title}\n\n{answer.strip()}\n\n_Answered by {' '.join(expert.split())} on {when:%Y-%m-%d}._\n"
 
 
 def parse(path: Path) -> LearnedAnswer:
@@ -60,11 +64,12 @@ def listed(folder: Path) -> list[LearnedAnswer]:
 
 
 async def save(runtime: "Runtime", folder: Path, *, key: str, question: str, answer: str, expert: str,
-               when: datetime) -> tuple[str, IngestReport]:
-    """Write the answer's file and ingest it now; returns its name (its source) and the report."""
+               when: datetime, audience: list[str] | None = None) -> tuple[str, IngestReport]:
+    """Write the answer's file and ingest it now; returns its name (its source) and the report.
+    `audience`: who may see it (None: everyone)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{slug(question)}-{slug(key, 12)}.md"
-    path.write_text(render(question, answer, expert, when), encoding="utf-8")
+    path.write_text(render(question, answer, expert, when, audience), encoding="utf-8")
     return path.name, await ingest(runtime, [path])
 
 

@@ -1,9 +1,11 @@
-"""Turn files into text documents: Markdown, plain text, HTML (beautifulsoup4), PDF (pypdf), CSV.
+"""Turn files into text documents: Markdown, plain text, HTML (beautifulsoup4), PDF (pypdf), CSV,
+and Word, PowerPoint and Excel (agent/knowledge/office.py: python-docx, python-pptx, openpyxl).
 
 Every loader returns Markdown-flavoured text so one heading-aware chunker serves all formats:
 HTML headings become `#` lines and tables `| a | b |` rows; PDF pages become `## Page N`
 sections (PDFs carry no reliable headings, but a page number is a useful citation); CSV rows
-become a table. Files that cannot be used raise `LoadError` with a short reason; the caller
+become a table; Word headings `#` lines, slides `## Slide N: <title>` and sheets `## <name>`
+sections. Files that cannot be used raise `LoadError` with a short reason; the caller
 reports and skips. `load_document` reads a file for ingestion; `load_bytes` reads bytes that
 came another way (a file attached to a question), with the same loaders.
 """
@@ -18,8 +20,17 @@ import os
 import re
 import stat
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
+
+from agent.knowledge.documents import (  # noqa: F401  (part of this module's API)
+    EXCEL_SUFFIXES,
+    OFFICE_SUFFIXES,
+    POWERPOINT_SUFFIXES,
+    WORD_SUFFIXES,
+    Document,
+    LoadError,
+    title_from_name,
+)
 
 # pypdf reports recoverable damage ("incorrect startxref pointer") as log warnings: without
 # logging configured Python prints them bare on stderr, between our progress lines. A file
@@ -29,30 +40,15 @@ logging.getLogger("pypdf").addHandler(logging.NullHandler())
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".rst"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES  # what `ingest` reads from a folder
+# what `ingest` reads from a folder
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
 # CSV files in a knowledge folder are usually a registry's rows (docs/registries.md),
 # so ingest leaves them alone; a CSV attached to a question is read as a table
 CSV_SUFFIXES = {".csv", ".tsv"}
+_KNOWN_SUFFIXES = SUPPORTED_SUFFIXES | CSV_SUFFIXES
 
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
-
-
-class LoadError(Exception):
-    """The file is unreadable, empty, binary or of an unsupported type."""
-
-
-@dataclass
-class Document:
-    source: str  # stable name used in citations and as the file's key in the store
-    title: str
-    text: str  # Markdown-flavoured
-    format: str  # "markdown" | "text" | "html" | "pdf"
-    url: str | None = None
-
-
-def title_from_name(path: Path) -> str:
-    return re.sub(r"[-_]+", " ", path.stem).strip().capitalize() or path.name
 
 
 # UTF-32 before UTF-16: the UTF-32-LE mark begins with the UTF-16-LE one
@@ -99,6 +95,7 @@ def _load_markdown(path: Path, source: str, data: bytes) -> Document:
     text = _decode(data)
     url = None
     title = None
+    restricted: list[str] | None = None
     fm = _FRONT_MATTER.match(text)
     if fm:
         import yaml
@@ -110,11 +107,14 @@ def _load_markdown(path: Path, source: str, data: bytes) -> Document:
         if isinstance(meta, dict):
             title = str(meta["title"]) if meta.get("title") else None
             url = str(meta["url"]) if meta.get("url") else None
+            audience = meta.get("audience")
+            if isinstance(audience, (str, list)) and audience != "everyone":
+                restricted = [str(a) for a in ([audience] if isinstance(audience, str) else audience)]
         text = text[fm.end() :]
     h1 = _H1.search(text)
     title = title or (h1.group(1).strip() if h1 else title_from_name(path))
     fmt = "markdown" if path.suffix.lower() in {".md", ".markdown"} else "text"
-    return Document(source=source, title=title, text=text, format=fmt, url=url)
+    return Document(source=source, title=title, text=text, format=fmt, url=url, audience=restricted)
 
 
 _BLOCKS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "tr", "pre", "blockquote", "dt", "dd", "caption"]
@@ -248,20 +248,36 @@ def load_document(path: Path, source: str | None = None, *, max_bytes: int | Non
 
 
 def load_bytes(name: str, data: bytes, source: str | None = None) -> Document:
-    """A file's bytes (its type told by `name`'s suffix, or a PDF's own header) into a
-    Document, or LoadError saying why it cannot be used."""
+    """A file's bytes (its type told by `name`'s suffix, or a PDF's or Office package's own
+    content when the suffix says nothing known) into a Document, or LoadError saying why it
+    cannot be used."""
     path = Path(name)
     source = source or path.name
     suffix = path.suffix.lower()
     if not data.strip():
         raise LoadError("empty file")
+    if suffix not in _KNOWN_SUFFIXES and data[:4] == b"PK\x03\x04":
+        from agent.knowledge import office
+
+        sniffed = office.sniff(data)  # a synced file named "Budget" that is really a workbook
+        if sniffed:
+            path, suffix = Path((path.name or "document") + sniffed), sniffed
     if suffix in PDF_SUFFIXES or data[:5] == b"%PDF-":
         doc = _load_pdf(path, source, data)
+    elif suffix in OFFICE_SUFFIXES:
+        from agent.knowledge import office
+
+        doc = office.load_office(path, source, data)
     elif suffix in HTML_SUFFIXES:
         doc = _load_html(path, source, data)
     elif suffix in CSV_SUFFIXES:
         doc = _load_csv(path, source, data)
     else:
+        from agent.knowledge import office
+
+        reason = office.old_office_reason(data)
+        if reason:
+            raise LoadError(reason)
         doc = _load_markdown(path, source, data)
     if not doc.text.strip():
         raise LoadError("no text content")

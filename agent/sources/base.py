@@ -81,6 +81,9 @@ class Fetched(BaseModel):
     title: str = ""
     url: str | None = None
     audience: list[str] | None = None  # with `audience: from_source`: who the source lets read it
+    # a heading's fragment id on the page (`{"Parental leave": "parental-leave"}`), so a citation
+    # opens at its section; read from HTML headings' ids when the source gives none
+    anchors: dict[str, str] = Field(default_factory=dict)
 
 
 class Source:
@@ -128,3 +131,21 @@ class Source:
         if not value:
             raise SourceError(f"source {self.name!r}: {env_name} is not set ({what})")
         return value
+
+
+def heading_anchors(fetched: Fetched) -> dict[str, str]:
+    """The ids of an HTML page's headings (`<h2 id="pay">Pay</h2>`, or an `<a id/name>` inside
+    one), by heading text: a citation then opens at its section."""
+    name = (fetched.filename or "").lower()
+    if fetched.data is None or not name.endswith((".html", ".htm", ".xhtml")):
+        return {}
+    from bs4 import BeautifulSoup
+
+    anchors: dict[str, str] = {}
+    for heading in BeautifulSoup(fetched.data, "html.parser").find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        inner = heading.find("a", attrs={"id": True}) or heading.find("a", attrs={"name": True})
+        anchor = heading.get("id") or (inner.get("id") or inner.get("name") if inner else None)
+        text = " ".join(heading.get_text(" ").split())
+        if anchor and text and text not in anchors:
+            anchors[text] = str(anchor)
+    return anchors

@@ -74,3 +74,40 @@ def config_fingerprint(config: SourceConfig) -> str:
     import json
 
     return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def audiences_name_people(settings: "Settings") -> bool:
+    """Whether any declared source is limited to people (an email, a domain, or what the
+    service shares): only then is an asker's email worth looking up (one API call per turn)."""
+    path = sources_path(settings)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    for entry in raw.get("sources") or [] if isinstance(raw, dict) else []:
+        audience = entry.get("audience") if isinstance(entry, dict) else None
+        if audience == "from_source":
+            return True
+        if isinstance(audience, str):
+            audience = [audience]
+        if isinstance(audience, list) and any("@" in str(a) or str(a).startswith("domain:") for a in audience):
+            return True
+    return False
+
+
+def restricted_places(settings: "Settings") -> set[str]:
+    """The channel and user ids some source's audience names: a place whose answers may draw on
+    restricted documents (an expert's answer saved from there keeps that place's audience)."""
+    path = sources_path(settings)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return set()
+    places: set[str] = set()
+    for entry in raw.get("sources") or [] if isinstance(raw, dict) else []:
+        audience = entry.get("audience") if isinstance(entry, dict) else None
+        for key in ([audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []):
+            key = str(key)
+            if key not in ("everyone", "from_source") and "@" not in key and not key.startswith("domain:"):
+                places.add(key.split(";", 1)[0])
+    return places

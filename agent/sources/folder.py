@@ -14,8 +14,6 @@ from urllib.parse import quote
 
 from pydantic import Field
 
-from agent.knowledge.ingest import discover
-from agent.knowledge.loaders import read_regular_file
 from agent.sources.base import Fetched, Listed, Listing, Source, SourceConfig, SourceError
 
 
@@ -30,6 +28,8 @@ class FolderSource(Source):
     config_class = FolderConfig
 
     async def changes(self, cursor: str | None) -> Listing:
+        from agent.knowledge.ingest import discover  # the ingest machinery loads when a sync runs
+
         config: FolderConfig = self.config  # type: ignore[assignment]
         root = config.path.expanduser()
         if not root.is_dir():
@@ -44,6 +44,8 @@ class FolderSource(Source):
         return Listing(documents=documents, complete=True)
 
     async def read(self, item: Listed) -> Fetched:
+        from agent.knowledge.loaders import read_regular_file
+
         try:
             data = await asyncio.to_thread(read_regular_file, Path(item.extra["file"]))
         except OSError as exc:

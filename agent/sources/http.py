@@ -10,11 +10,13 @@ import email.utils
 import logging
 import random
 import time
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-import httpx
 
 from agent.sources.base import SourceError
+
+if TYPE_CHECKING:
+    import httpx  # the client is imported when a source first connects: `askdesk ask` loads the plug-ins
 
 log = logging.getLogger("askdesk.sources")
 
@@ -40,6 +42,8 @@ class SourceHTTP:
                  auth: Any = None, timeout: float = 30.0, attempts: int = 5, backoff: float = 1.0,
                  max_wait: float = 60.0, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
+        import httpx
+
         self.source = source
         self.attempts, self.backoff, self.max_wait, self._sleep = attempts, backoff, max_wait, sleep
         self.client = httpx.AsyncClient(base_url=base_url, headers=headers or {}, auth=auth, timeout=timeout,
@@ -49,6 +53,8 @@ class SourceHTTP:
     async def request(self, method: str, url: str, *, ok: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
         """The response of a successful request (2xx, 304, or a status in `ok`), retrying
         throttling and server faults; `SourceError` with one line otherwise."""
+        import httpx
+
         for attempt in range(1, self.attempts + 1):
             try:
                 response = await self.client.request(method, url, **kwargs)
@@ -97,6 +103,8 @@ class SourceHTTP:
 
 
 def _origin(url: str, client: httpx.AsyncClient) -> str:
+    import httpx
+
     full = client.base_url.join(url) if client.base_url else httpx.URL(url)
     return f"{full.scheme}://{full.netloc.decode()}"
 

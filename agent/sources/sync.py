@@ -17,14 +17,15 @@ searchable.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.audience import EVERYONE
+from agent.audience import EVERYONE, normal_audience
 from agent.knowledge.ingest import SYNCED_PREFIX, ingest_documents
 from agent.knowledge.loaders import Document, LoadError, load_bytes
-from agent.sources.base import Fetched, Listed, Source, SourceError
+from agent.sources.base import Fetched, Listed, Source, SourceError, heading_anchors
 from agent.sources.config import config_fingerprint, load_sources
 from agent.sources.state import SyncState
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("askdesk.sources")
 
 BATCH = 16  # documents written per ingest call (and per commit of the sync state)
-NOBODY = "nobody"  # an audience read from the service that names no one: visible to no asker
 
 
 class SyncProgress:
@@ -79,19 +79,12 @@ def document_key(source: str, ref: str) -> str:
     return f"{SYNCED_PREFIX}{source}/{ref}"
 
 
-def _normal(key: str) -> str:
-    """Emails and domains compare case-insensitively; channel and user ids as they are."""
-    return key.lower() if "@" in key or key.lower().startswith("domain:") else key
-
-
 def audience_of(source: Source, fetched: Fetched) -> list[str]:
     """Who may see a document: the source's list, everyone, or what the service says."""
     audience = source.config.audience
     if audience == "everyone":
         return [EVERYONE]
-    if audience == "from_source":
-        return sorted({_normal(a) for a in fetched.audience or [] if a}) or [NOBODY]
-    return sorted({_normal(a) for a in audience}) or [NOBODY]
+    return normal_audience(fetched.audience or [] if audience == "from_source" else list(audience))
 
 
 def to_document(source: Source, item: Listed, fetched: Fetched) -> Document:
@@ -102,8 +95,11 @@ def to_document(source: Source, item: Listed, fetched: Fetched) -> Document:
         if not fetched.text.strip():
             raise LoadError("no text content")
         return Document(source=key, title=title or item.ref, text=fetched.text, format="markdown", url=url)
-    doc = load_bytes(fetched.filename or title or item.ref, fetched.data or b"", source=key)
-    doc.title = title or doc.title
+    filename = fetched.filename or title or item.ref
+    doc = load_bytes(filename, fetched.data or b"", source=key)
+    own = re.search(rf"^#\s+{re.escape(doc.title)}\s*$", doc.text, re.MULTILINE) if doc.title else None
+    if not own:  # a title the document states (its first heading) wins over the name the source lists
+        doc.title = title or doc.title
     doc.url = url
     return doc
 
@@ -139,8 +135,9 @@ async def sync_source(runtime: "Runtime", source: Source, state: SyncState, *, f
         if item.deleted:
             if old is not None:
                 gone.append(item.ref)
-        elif old is None or old.error is not None or old.version != item.version or full:
-            to_read.append(item)
+        elif old is None or old.error is not None or old.version != item.version or full or \
+                (old.listed.title, old.listed.url, old.listed.path) != (item.title, item.url, item.path):
+            to_read.append(item)  # new, changed, renamed or moved (a rename can keep the version)
         else:
             report.unchanged += 1
     if listing.complete:
@@ -166,6 +163,9 @@ async def sync_source(runtime: "Runtime", source: Source, state: SyncState, *, f
                 continue
             extra = {"origin": source.name, "audience": audience_of(source, fetched),
                      "filename": fetched.filename or item.title}
+            anchors = fetched.anchors or heading_anchors(fetched)
+            if anchors:
+                extra["anchors"] = anchors
             docs.append((doc, extra))
             readable.append((item, doc))
         if docs:
