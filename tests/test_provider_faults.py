@@ -1,4 +1,4 @@
-"""Fault injection at the model APIs (issue 12): the real openai / groq / google-genai clients
+"""Fault injection at the model APIs (issue 12): the real openai / groq / google-genai / anthropic clients
 against the fake server's named faults. Policy: a failure that a retry on the same provider
 cannot fix within the time left moves to the next model at once; nothing waits past the
 turn's deadline; error texts never quote the model's output."""
@@ -17,8 +17,9 @@ from agent.providers.chain import ModelChain
 from tests.fakes.llm_models import FINAL, Step
 
 MESSAGES = [ChatMessage(role="user", content="Who qualifies for child care aid?")]
-PRIMARY = {"openai": "openai/gpt-4.1-mini", "groq": "groq/llama-3.3-70b-versatile", "gemini": "gemini/gemini-2.5-flash"}
-NEXT = {"openai": "gemini", "groq": "openai", "gemini": "groq"}
+PRIMARY = {"openai": "openai/gpt-4.1-mini", "groq": "groq/llama-3.3-70b-versatile", "gemini": "gemini/gemini-2.5-flash",
+           "anthropic": "anthropic/claude-sonnet-4-6"}
+NEXT = {"openai": "gemini", "groq": "openai", "gemini": "groq", "anthropic": "openai"}
 
 
 def _chain(first: str, **kwargs) -> ModelChain:
@@ -37,7 +38,7 @@ async def test_empty_choices_move_to_the_next_model_at_once(llm_server, provider
     assert "empty response" in completion.attempts[0].error
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 async def test_long_retry_after_falls_back_without_waiting(llm_server, monkeypatch, provider):
     """Before: Retry-After: 3600 was waited for (capped at 20 s) twice — 40 s — then fell back."""
     for name in FAST_BACKOFF:  # the production waits
@@ -83,15 +84,16 @@ async def test_a_hang_moves_on_at_once_and_the_deadline_bounds_every_model(llm_s
     assert len(llm_server.requests_for("openai")) == 1  # the first call only: no time left for it
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
 @pytest.mark.parametrize("kind", ["non_json", "schema_invalid"])
-async def test_unusable_output_is_reasked_then_falls_back_without_quoting_it(llm_server, kind):
+async def test_unusable_output_is_reasked_then_falls_back_without_quoting_it(llm_server, kind, provider):
     echo = "MARKER-5150 the user's own words"
     bad = "not json: " + echo if kind == "non_json" else '{"unexpected": "%s"}' % echo
     for _ in range(3):
-        llm_server.script_raw("openai", bad)
-    llm_server.script("gemini", FINAL)
-    completion = await _chain("openai", max_retries=2).complete(MESSAGES, Step)
-    assert completion.usage.provider == "gemini"
+        llm_server.script_raw(provider, bad)
+    llm_server.script(NEXT[provider], FINAL)
+    completion = await _chain(provider, max_retries=2).complete(MESSAGES, Step)
+    assert completion.usage.provider == NEXT[provider] and len(llm_server.requests_for(provider)) == 3
     error = completion.attempts[0].error
     assert "MARKER-5150" not in error and "structure" in error
 

@@ -66,9 +66,11 @@ def test_specs_keep_slashes_in_model_names_and_reject_bad_ones():
     assert parse_spec("compatible/meta-llama/Llama-3.1-8B") == ("compatible", "meta-llama/Llama-3.1-8B")
     assert parse_spec("OpenAI/gpt-4.1-mini") == ("openai", "gpt-4.1-mini")
     for bad, message in [("gpt-4", "not provider/model"), ("openai/", "not provider/model"),
-                         ("anthropic/claude", "unknown provider 'anthropic'")]:
-        with pytest.raises(ProviderNotConfigured, match=message):
+                         ("mistral/large", "unknown provider 'mistral': use one of anthropic, compatible, ")]:
+        with pytest.raises(ProviderNotConfigured, match=message) as err:
             parse_spec(bad)
+    listed = str(err.value).split("use one of ", 1)[1].split(" (in model spec", 1)[0].split(", ")
+    assert {"anthropic", "compatible", "gemini", "groq", "ollama", "openai"} <= set(listed)  # the loaded ones
 
 
 def test_configured_status_names_missing_env_vars(monkeypatch):

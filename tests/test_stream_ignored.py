@@ -1,10 +1,14 @@
 """An OpenAI-compatible server that ignores `stream: true` and answers with one plain JSON
-completion (older llama.cpp builds, some proxies). Before: the SDK read no events from it, the
-call failed, and every streamed answer became search-only. Now the provider asks once more
-without streaming and remembers that this server does not stream. Real openai SDK against the
-fake LLM server."""
+completion (older llama.cpp builds, some proxies). Before issue 20's fix: the SDK read no events
+from it, the call failed, and every streamed answer became search-only. Then (until issue 31):
+the provider asked once more without streaming and never asked that server to stream again,
+for the life of the process — a proxy that buffered one response turned streaming off for good.
+Now the plain JSON body is read as the call's one chunk (no second request), for that call
+only: the next call asks to stream again. Real openai SDK against the fake LLM server."""
 
 from __future__ import annotations
+
+import logging
 
 from agent.config import Settings
 from agent.messages import ChatMessage
@@ -20,42 +24,47 @@ MESSAGES = [ChatMessage(role="system", content="Answer from documents."),
             ChatMessage(role="user", content="Who qualifies for child care aid?")]
 
 
-async def _never_shown(partial) -> bool:
-    return False
+class Partials:
+    def __init__(self) -> None:
+        self.seen: list[object] = []
 
-
-async def test_the_provider_asks_once_more_without_streaming_and_remembers(llm_server):
-    llm_server.ignore_stream("compatible")
-    llm_server.script("compatible", FINAL, FINAL, FINAL, FINAL)
-    provider = CompatibleProvider()
-    try:
-        first = await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=_never_shown)
-        second = await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=_never_shown)
-        third = await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=_never_shown)
-    finally:
-        await provider.aclose()
-    assert [c.output.step.answer for c in (first, second, third)] == [ANSWER] * 3
-    asked_to_stream = [bool(r.body.get("stream")) for r in llm_server.requests_for("compatible")]
-    assert asked_to_stream == [True, False, False, False]  # one streamed try, then never again
-    assert (first.usage.requests, second.usage.requests) == (2, 1)  # the ignored stream is counted
-
-
-async def test_a_server_that_streams_is_still_streamed(llm_server):
-    llm_server.script("compatible", FINAL, FINAL)
-    provider = CompatibleProvider()
-    seen: list[object] = []
-
-    async def on_partial(partial) -> bool:
-        seen.append(partial)
+    async def __call__(self, partial) -> bool:
+        self.seen.append(partial)
         return False
 
+
+async def test_one_plain_json_reply_is_used_whole_and_the_next_call_streams_again(llm_server):
+    llm_server.ignore_stream("compatible", times=1)  # a proxy that buffered one response
+    llm_server.script("compatible", FINAL, FINAL)
+    provider = CompatibleProvider()
+    first, second = Partials(), Partials()
     try:
-        for _ in range(2):
-            await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=on_partial)
+        one = await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=first)
+        two = await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=second)
     finally:
         await provider.aclose()
+    assert one.output.step.answer == two.output.step.answer == ANSWER
+    assert (one.usage.requests, two.usage.requests) == (1, 1)  # the plain reply is used, not asked again
+    assert one.usage.input_tokens > 0  # metered from the JSON body's usage
+    assert len(first.seen) == 1 and len(second.seen) > 2  # whole, then token by token again
     assert [bool(r.body.get("stream")) for r in llm_server.requests_for("compatible")] == [True, True]
-    assert len(seen) > 2 and provider.streams
+    assert [r.chunks != [] for r in llm_server.requests_for("compatible")] == [False, True]
+
+
+async def test_a_server_that_never_streams_costs_one_request_a_call_and_one_warning(llm_server, caplog):
+    llm_server.ignore_stream("compatible")
+    llm_server.script("compatible", FINAL, FINAL, FINAL)
+    provider = CompatibleProvider()
+    try:
+        with caplog.at_level(logging.WARNING, logger="askdesk.providers"):
+            results = [await provider.stream(MESSAGES, AgentStep, model="qwen2.5", on_partial=Partials())
+                       for _ in range(3)]
+    finally:
+        await provider.aclose()
+    assert [c.output.step.answer for c in results] == [ANSWER] * 3
+    assert [bool(r.body.get("stream")) for r in llm_server.requests_for("compatible")] == [True] * 3
+    warnings = [r for r in caplog.records if "plain JSON" in r.getMessage()]
+    assert len(warnings) == 1  # said once, not on every call
 
 
 async def test_streamed_turns_get_the_models_answer_not_search_only(kb_settings, llm_server, tmp_path):
@@ -80,4 +89,4 @@ async def test_streamed_turns_get_the_models_answer_not_search_only(kb_settings,
         assert not result.search_only and result.answer == ANSWER
     assert "".join(shown) == ANSWER * 2  # the surface got the text even though nothing streamed
     streamed = [r for r in llm_server.requests_for("compatible") if r.body.get("stream")]
-    assert len(streamed) == 1  # the agent model was asked to stream once, in the first turn
+    assert len(streamed) == 2  # each turn asks the agent model to stream: one plain reply changes nothing

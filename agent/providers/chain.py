@@ -3,8 +3,9 @@
 `ModelChain.for_agent(settings)` = [agent_model, *fallback_models];
 `ModelChain.for_router(settings)` = [router_model, agent_model, *fallback_models] — the
 cheap router model first, and routing keeps working when its provider is down.
-Unset model settings default to a model of the first provider whose key is present
-(`DEFAULT_AGENT_MODELS` / `DEFAULT_ROUTER_MODELS`), so setting OPENAI_API_KEY alone is enough.
+Unset model settings default to a model of the first provider whose key is present (each
+provider's `default_models` and `default_rank`: factory.default_spec), so setting
+OPENAI_API_KEY alone is enough.
 
 Fallback rule: any ProviderError, once the provider's own retries are done or cannot help
 within the turn's deadline (agent/deadline.py), moves on to the next spec at once; a
@@ -12,7 +13,9 @@ not-configured spec is skipped. A rejected key (401/403) is logged at ERROR as a
 error naming its variable, and when no model answers the chain raises ProviderConfigError, so
 the user hears "configuration problem", not "temporary outage". Each call gets at most the
 time left before the deadline; with none left the chain stops (`DeadlineExceeded`). Log lines
-name the spec and the kind of failure, never the provider's message (it can quote the input).
+name the spec and the kind of failure, never the provider's message (it can quote the input);
+each retry on the same model is one WARNING line from retry.py, and instructor's own records of
+the failures handled here are DEBUG (`handled_by_askdesk`), so nothing handled logs at ERROR.
 
 Accounting: every provider attempt, failed or not, is a `Usage` (with `error` set on
 failures and `requests` = HTTP requests behind it). The returned Completion lists them all
@@ -29,7 +32,6 @@ caller keeps what was shown and adds a note — and the next model answers after
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -48,7 +50,8 @@ from agent.providers.base import (
     ProviderNotConfigured,
     Usage,
 )
-from agent.providers.factory import parse_spec, resolve
+from agent.providers.factory import default_spec, no_model_hint, parse_spec, resolve
+from agent.providers.handled import handled_by_askdesk
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("askdesk.providers")
@@ -59,24 +62,6 @@ class DeadlineExceeded(ProviderError):
 
 # Awaited when a model fails after its partial output was shown: (error, another model follows).
 InterruptFn = Callable[[ProviderError, bool], Awaitable[None]]
-
-# (env var that enables it, spec) in order of preference when no model is configured
-DEFAULT_AGENT_MODELS = [
-    ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
-    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
-    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash"),
-    ("GROQ_API_KEY", "groq/llama-3.3-70b-versatile"),
-]
-DEFAULT_ROUTER_MODELS = [
-    ("GROQ_API_KEY", "groq/llama-3.1-8b-instant"),
-    ("OPENAI_API_KEY", "openai/gpt-4.1-nano"),
-    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash-lite"),
-    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash-lite"),
-]
-
-
-def _first_available(defaults: list[tuple[str, str]]) -> str | None:
-    return next((spec for env, spec in defaults if os.environ.get(env)), None)
 
 
 class ModelChain(Model):
@@ -97,9 +82,7 @@ class ModelChain(Model):
             except ProviderNotConfigured as exc:
                 self.missing.append(f"{spec}: {exc}")
         if not self.specs:
-            self.missing.append(
-                "No LLM is configured: set OPENAI_API_KEY, GEMINI_API_KEY or GROQ_API_KEY "
-                "(or ASKDESK_AGENT_MODEL=provider/model)")
+            self.missing.append(f"No LLM is configured: set {no_model_hint()}")
 
     async def aclose(self) -> None:
         """Close every provider's HTTP client once (providers are shared between specs)."""
@@ -110,14 +93,14 @@ class ModelChain(Model):
 
     @classmethod
     def for_agent(cls, settings: Settings) -> ModelChain:
-        primary = settings.agent_model or _first_available(DEFAULT_AGENT_MODELS)
+        primary = settings.agent_model or default_spec("agent")
         return cls([primary, *settings.fallback_models], timeout=settings.llm_timeout,
                    max_retries=settings.llm_max_retries, settings=settings)
 
     @classmethod
     def for_router(cls, settings: Settings) -> ModelChain:
-        router = settings.router_model or _first_available(DEFAULT_ROUTER_MODELS)
-        agent = settings.agent_model or _first_available(DEFAULT_AGENT_MODELS)
+        router = settings.router_model or default_spec("router")
+        agent = settings.agent_model or default_spec("agent")
         return cls([router, agent, *settings.fallback_models], timeout=settings.llm_timeout,
                    max_retries=settings.llm_max_retries, settings=settings)
 
@@ -167,8 +150,9 @@ class ModelChain(Model):
                 last.attempts = list(attempts)
                 break
             try:
-                completion = await call(provider, model, bounded(self.timeout if timeout is None else timeout),
-                                        self.max_retries if max_retries is None else max_retries)
+                with handled_by_askdesk():  # failures are retried, re-asked or logged here, not by instructor
+                    completion = await call(provider, model, bounded(self.timeout if timeout is None else timeout),
+                                            self.max_retries if max_retries is None else max_retries)
             except ProviderError as exc:
                 attempts += exc.attempts or [Usage(provider=provider.name, model=model, error=str(exc))]
                 exc.attempts = list(attempts)

@@ -17,6 +17,11 @@ Kept here and nowhere else:
   Gemini-safe schema) over `streamGenerateContent`: Gemini sends a function call whole in
   one chunk, but JSON text grows chunk by chunk, so only JSON mode can show an answer as
   it is written.
+- replies that are not an answer (docs/provider-replies.md): a blocked prompt
+  (`promptFeedback.blockReason`, no candidates), a candidate stopped by SAFETY (no content
+  parts) or cut off at MAX_TOKENS. `gemini_stop_problem` names them; such a reply is not
+  re-asked (the same model stops the same way) and the chain moves on — also when a streamed
+  answer's partial JSON would validate.
 """
 
 from __future__ import annotations
@@ -25,19 +30,21 @@ import json
 import os
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import instructor
-from google import genai
-from google.genai import types
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from agent.messages import ChatMessage
-from agent.providers.base import Completion, ProviderNotConfigured, tool_result_text
+from agent.providers.base import (Completion, ModelStopped, PartialFn, ProviderNotConfigured, ProviderPlugin,
+                                  tool_result_text)
 from agent.providers.retry import Backoff, structured_call
-from agent.providers.base import PartialFn
 from agent.providers.streaming import streamed_call, tap
+
+if TYPE_CHECKING:  # the SDK is imported when the provider is built, never by discovering it
+    import instructor
+    from google import genai
+    from google.genai import types
+    from tenacity import AsyncRetrying
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -47,6 +54,8 @@ _DROPPED_KEYS = {"title", "default", "additionalProperties", "discriminator", "e
 
 def to_gemini_contents(messages: list[ChatMessage]) -> tuple[str | None, list[types.Content]]:
     """(system_instruction, contents) for generateContent."""
+    from google.genai import types
+
     system = "\n\n".join(m.content for m in messages if m.role == "system") or None
     contents: list[types.Content] = []
     for message in messages:
@@ -147,12 +156,38 @@ def _reask_policy(max_retries: int, got_empty: Callable[[], bool] = lambda: Fals
     """instructor re-asks on validation errors; a reply without the function call (text, or
     a MALFORMED_FUNCTION_CALL candidate) fails instructor's asserts instead, so retry those too.
     A reply with no candidates at all is not re-asked: the chain moves to the next model."""
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
     reaskable = (ValidationError, ValueError, AssertionError)
     return AsyncRetrying(
         stop=stop_after_attempt(max(max_retries, 0) + 1),
         retry=retry_if_exception(lambda exc: isinstance(exc, reaskable) and not got_empty()),
         reraise=True,
     )
+
+
+# finish reasons that end a reply normally, or that a re-ask can fix (a malformed call)
+_FINE = {"STOP", "FINISH_REASON_UNSPECIFIED", "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"}
+
+
+def _name(value: Any) -> str:
+    """An enum of google-genai (or the raw string of a newer API value) as its wire name."""
+    return str(getattr(value, "value", value) or "")
+
+
+def gemini_stop_problem(response: Any) -> str | None:
+    """Why a response or stream chunk is not (the end of) a whole answer, or None."""
+    feedback = getattr(response, "prompt_feedback", None)
+    if feedback is not None and getattr(feedback, "block_reason", None):
+        return f"blocked the prompt (promptFeedback.blockReason {_name(feedback.block_reason)})"
+    for candidate in getattr(response, "candidates", None) or []:
+        reason = _name(getattr(candidate, "finish_reason", None))
+        if not reason or reason in _FINE:
+            continue
+        if reason == "MAX_TOKENS":
+            return "cut the answer off at the output token limit (finishReason MAX_TOKENS)"
+        return f"stopped the answer (finishReason {reason})"
+    return None
 
 
 def gemini_tokens(response: Any) -> tuple[int, int]:
@@ -162,9 +197,14 @@ def gemini_tokens(response: Any) -> tuple[int, int]:
     return int(meta.prompt_token_count or 0), int(meta.candidates_token_count or 0)
 
 
-class GeminiProvider:
+class GeminiProvider(ProviderPlugin):
     name = "gemini"
+    label = "Google Gemini"
     key_env = "GEMINI_API_KEY"
+    key_env_alternatives = ("GOOGLE_API_KEY",)
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
+    default_models = {"agent": "gemini-2.5-flash", "router": "gemini-2.5-flash-lite"}
+    default_rank = {"agent": 20, "router": 30}
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
                  backoff: Backoff | None = None):
@@ -188,6 +228,8 @@ class GeminiProvider:
 
     def _stream_client(self, timeout: float) -> instructor.AsyncInstructor:
         """instructor in JSON mode over `generate_content_stream`, with the stream's usage tapped."""
+        import instructor
+
         if timeout not in self._stream_clients:
             sdk = self._client(timeout).client
 
@@ -201,6 +243,10 @@ class GeminiProvider:
         return self._stream_clients[timeout]
 
     def _client(self, timeout: float) -> instructor.AsyncInstructor:
+        import instructor
+        from google import genai
+        from google.genai import types
+
         if timeout not in self._clients:
             options = types.HttpOptions(
                 base_url=self._base_url,
@@ -228,20 +274,32 @@ class GeminiProvider:
 
         async def call(hooks):
             empty: list[bool] = []
-            hooks.on("completion:response", lambda response: empty.append(not getattr(response, "candidates", True)))
-            output, raw = await client.create_with_completion(
-                messages=contents,
-                **({"system": system} if system else {}),
-                response_model=safe_model,
-                model=model,
-                max_retries=_reask_policy(max_retries, lambda: any(empty)),
-                hooks=hooks,
-            )
+            problems: list[str] = []
+
+            def seen(response: Any) -> None:
+                empty.append(not getattr(response, "candidates", True))
+                if problem := gemini_stop_problem(response):
+                    problems.append(problem)
+
+            hooks.on("completion:response", seen)
+            try:
+                output, raw = await client.create_with_completion(
+                    messages=contents,
+                    **({"system": system} if system else {}),
+                    response_model=safe_model,
+                    model=model,
+                    max_retries=_reask_policy(max_retries, lambda: any(empty) or bool(problems)),
+                    hooks=hooks,
+                )
+            except Exception as exc:
+                if problems:
+                    raise ModelStopped(self.name, problems[-1]) from exc
+                raise
             return response_model.model_validate(dict(output)), raw
 
         return await structured_call(provider=self.name, model=model, max_retries=max_retries,
                                      timeout=timeout, call=call, tokens_of=gemini_tokens, key_env=self.key_env,
-                                     backoff=self.backoff)
+                                     backoff=self.backoff, retryable=self.retryable)
 
     async def stream(
         self,
@@ -265,4 +323,9 @@ class GeminiProvider:
 
         return await streamed_call(provider=self.name, model=model, max_retries=max_retries, timeout=timeout,
                                    open_stream=open_stream, response_model=response_model, on_partial=on_partial,
-                                   tokens_of=gemini_tokens, key_env=self.key_env, backoff=self.backoff)
+                                   tokens_of=gemini_tokens, stop_of=gemini_stop_problem, key_env=self.key_env,
+                                   backoff=self.backoff, retryable=self.retryable)
+
+
+def register(r) -> None:  # noqa: ANN001 - agent.plugins.Registrar
+    r.provider(GeminiProvider)

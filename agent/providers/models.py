@@ -8,10 +8,7 @@ from agent.config import Settings
 from agent.prompts import PromptSet
 from agent.providers.base import Model
 from agent.providers.chain import ModelChain
-
-# Which variable enables each provider (for the "no LLM configured" notice).
-KEY_ENV = {"openai": "OPENAI_API_KEY", "groq": "GROQ_API_KEY", "gemini": "GEMINI_API_KEY",
-           "compatible": "ASKDESK_COMPATIBLE_BASE_URL", "ollama": "OLLAMA_HOST"}
+from agent.providers.factory import enabled_by, no_model_hint
 
 
 @dataclass
@@ -29,9 +26,8 @@ def make_models(settings: Settings, prompts: PromptSet) -> ServiceModels:
         router = ModelChain.for_router(settings)
         return ServiceModels(router=router if router.configured else None, agent=agent, notice=None)
     if settings.agent_model:
-        env = KEY_ENV.get(settings.agent_model.split("/", 1)[0].lower(), "the provider's API key")
+        env = enabled_by(settings.agent_model.split("/", 1)[0])
         notice = prompts.render("no_provider", reason=f"{settings.agent_model} has no key", env_hint=env)
     else:
-        notice = prompts.render("no_provider", reason="no model and no provider key found", env_hint=(
-            "ASKDESK_AGENT_MODEL=openai/gpt-4.1-mini and OPENAI_API_KEY (or GROQ_API_KEY / GEMINI_API_KEY)"))
+        notice = prompts.render("no_provider", reason="no model and no provider key found", env_hint=no_model_hint())
     return ServiceModels(router=None, agent=None, notice=notice)

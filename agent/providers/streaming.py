@@ -15,7 +15,11 @@ partial mode); this module gives every provider the same behaviour around it:
 - usage comes from the stream's own usage chunk, recorded by `tap` (instructor's stream
   parsers skip it), so a streamed call is metered like any other;
 - the end of the stream is validated against the caller's response model: a stream cut
-  short or invalid is a ProviderError, never a half result returned as complete.
+  short or invalid is a ProviderError, never a half result returned as complete;
+- so is a stream that ended cleanly but not with a whole answer (`stop_of` reads each chunk:
+  a refusal, finish_reason "length", Gemini's MAX_TOKENS or SAFETY, a blocked prompt): jiter's
+  partial mode completes a cut-off JSON string, so `answer: "Families earn` would validate.
+  The same model would stop the same way again, so the chain moves on at once.
 """
 
 from __future__ import annotations
@@ -29,26 +33,26 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception
 
-from agent.providers.base import Completion, PartialFn, ProviderError, Usage
 from agent.deadline import bounded
-from agent.providers.retry import Backoff, classify
+from agent.providers.base import Completion, ModelStopped, PartialFn, ProviderError, Usage
+from agent.providers.handled import handled_by_askdesk
+from agent.providers.retry import Backoff, Judge, classify
 
 T = TypeVar("T", bound=BaseModel)
-
-# Awaited with each partial output; returns True once something reached the user.
-
 
 
 @dataclass
 class StreamMeter:
-    """HTTP requests and tokens of one streamed call (all its attempts)."""
+    """HTTP requests and tokens of one streamed call (all its attempts), and why the current
+    attempt's stream stopped short, if it did (`stop_of`: a chunk -> a reason or None)."""
 
     tokens_of: Callable[[Any], tuple[int, int]]
+    stop_of: Callable[[Any], str | None] | None = None
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    stopped: str | None = None
 
 
 _METER: ContextVar[StreamMeter | None] = ContextVar("askdesk_stream_meter", default=None)
@@ -70,6 +74,11 @@ async def tap(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
                     tokens = (0, 0)
                 if any(tokens):
                     seen = tokens
+                if meter.stop_of is not None and meter.stopped is None:
+                    try:
+                        meter.stopped = meter.stop_of(chunk)
+                    except Exception:  # an odd chunk is judged by validation instead
+                        meter.stopped = None
             yield chunk
     finally:
         if meter is not None:
@@ -91,10 +100,14 @@ async def streamed_call(
     response_model: type[T],
     on_partial: PartialFn,
     tokens_of: Callable[[Any], tuple[int, int]],
+    stop_of: Callable[[Any], str | None] | None = None,
     key_env: str = "",
     backoff: Backoff = Backoff(),
+    retryable: Judge | None = None,
 ) -> Completion[T]:
-    meter = StreamMeter(tokens_of)
+    from tenacity import AsyncRetrying, retry_if_exception
+
+    meter = StreamMeter(tokens_of, stop_of)
     started = time.perf_counter()
     shown = False
 
@@ -106,6 +119,7 @@ async def streamed_call(
     async def consume() -> T:
         nonlocal shown
         last: Any = None
+        meter.stopped = None
         async with aclosing(open_stream()) as partials:  # type: ignore[type-var]
             while True:
                 try:
@@ -113,9 +127,15 @@ async def streamed_call(
                         item = await anext(partials)
                 except StopAsyncIteration:
                     break
+                except Exception as exc:  # a parser choking on what a refusal or a cut left
+                    if meter.stopped is not None:
+                        raise ModelStopped(provider, meter.stopped) from exc
+                    raise
                 last = item
                 if await on_partial(item):
                     shown = True
+        if meter.stopped is not None:  # refused, cut off or blocked: never a result, however it parses
+            raise ModelStopped(provider, meter.stopped)
         if last is None:  # like an empty response: asking the same provider again will not help
             raise ProviderError(f"{provider} ended the stream without output", provider=provider,
                                 same_provider=False)
@@ -125,21 +145,28 @@ async def streamed_call(
     def worth_retrying(exc: BaseException) -> bool:
         return not shown and isinstance(exc, ProviderError) and exc.retryable
 
-    retrying = AsyncRetrying(stop=backoff.stopper(max(max_retries, 0) + 1), wait=backoff.wait,
-                             retry=retry_if_exception(worth_retrying), reraise=True)
+    attempts = max(max_retries, 0) + 1
+    retrying = AsyncRetrying(stop=backoff.stopper(attempts), wait=backoff.wait,
+                             retry=retry_if_exception(worth_retrying), reraise=True,
+                             before_sleep=backoff.announce(provider, model, attempts))  # one WARNING per retry
     token = _METER.set(meter)
     try:
-        async for attempt in retrying:
-            with attempt:
-                try:
-                    output = await consume()
-                except Exception as exc:
-                    error = classify(exc, provider=provider, timeout=timeout, key_env=key_env)
-                    if shown and not isinstance(error, StreamFailed):
-                        raise StreamFailed(str(error), provider=provider, retryable=error.retryable) from exc
-                    if error is exc:
-                        raise
-                    raise error from exc
+        with handled_by_askdesk():  # instructor's records of what is retried here are DEBUG
+            async for attempt in retrying:
+                with attempt:
+                    opened = meter.requests
+                    try:
+                        output = await consume()
+                    except Exception as exc:
+                        if meter.requests == opened:  # refused before its stream opened (an HTTP error): a request
+                            meter.requests += 1
+                        error = classify(exc, provider=provider, timeout=timeout, key_env=key_env,
+                                         retryable=retryable)
+                        if shown and not isinstance(error, StreamFailed):
+                            raise StreamFailed(str(error), provider=provider, retryable=error.retryable) from exc
+                        if error is exc:
+                            raise
+                        raise error from exc
     except ProviderError as err:
         err.attempts = [usage(str(err))]
         err.shown = shown

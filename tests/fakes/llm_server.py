@@ -1,6 +1,6 @@
-"""A recording fake LLM server speaking the real OpenAI, Groq and Gemini wire formats.
+"""A recording fake LLM server speaking the real OpenAI, Groq, Gemini and Anthropic wire formats.
 
-The real SDK clients (openai, groq, google-genai) are pointed at it by base URL
+The real SDK clients (openai, groq, google-genai, anthropic) are pointed at it by base URL
 (`srv.env()`), so tests exercise the same HTTP, JSON and instructor parsing paths as
 production. Replies are scripted per provider queue; every request is recorded.
 
@@ -16,10 +16,15 @@ Routes and the queue each one pops from:
     POST /{name}/v1/chat/completions               -> name      (OpenAI-compatible servers: "compatible", "ollama", ...)
     POST /v1beta/models/{model}:generateContent    -> "gemini"  (GOOGLE_GEMINI_BASE_URL=<url>; /v1/models too)
     POST /v1beta/models/{model}:streamGenerateContent?alt=sse -> "gemini" (server-sent events)
+    POST /v1/messages                              -> "anthropic" (ANTHROPIC_BASE_URL=<url>; anthropic_api.py)
 
 A request that asks for a stream gets its reply as server-sent events in the provider's
 format, paced by `set_stream_pace` or a `Stream` step (tests/fakes/llm_stream.py), unless
-`ignore_stream(provider)` makes that provider answer with plain JSON anyway.
+`ignore_stream(provider)` makes that provider answer with plain JSON anyway (`ignore_stream(
+provider, times=1)`: only the next streamed request).
+
+A `Wire` step answers exactly as its function says (status, JSON body or SSE events): the reply
+shapes studied in real provider recordings are built that way in tests/fakes/llm_shapes.py.
 
 The server runs on its own event loop in a background thread, so the same object works
 from sync tests, async tests (any loop scope) and benchmarks.
@@ -38,7 +43,9 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.llm_stream import Pace, Stream, output_of, stream_gemini, stream_openai, wants_stream
+from tests.fakes import anthropic_api
+from tests.fakes.llm_stream import (Pace, Stream, WireReply, output_of, send_wire, stream_gemini, stream_openai,
+                                    wants_stream)
 
 # --------------------------------------------------------------------------- steps
 
@@ -83,7 +90,16 @@ class Empty:
     """HTTP 200 with no answer in it: `choices: []` (OpenAI-style) or `candidates: []` (Gemini)."""
 
 
-Step = Reply | Raw | Error | Delay | Empty | Stream
+@dataclass
+class Wire:
+    """Answer with `render(request)` as written on the wire (recorded shapes: tests/fakes/llm_shapes.py).
+    `render` sees whether the request asked for a stream (`wants_stream`) and answers in kind."""
+
+    render: Callable[[RecordedRequest], WireReply]
+    name: str = "wire"
+
+
+Step = Reply | Raw | Error | Delay | Empty | Stream | Wire
 
 
 def fault(kind: str) -> Step:
@@ -129,7 +145,7 @@ class RecordedRequest:
 
 
 def _as_step(reply: Any) -> Step:
-    if isinstance(reply, (Reply, Raw, Error, Delay, Empty, Stream)):
+    if isinstance(reply, (Reply, Raw, Error, Delay, Empty, Stream, Wire)):
         return reply
     if isinstance(reply, str):
         return Raw(reply)
@@ -142,7 +158,7 @@ def _as_step(reply: Any) -> Step:
 
 
 class FakeLLMServer:
-    """Scripted, recording fake of the OpenAI / Groq / Gemini HTTP APIs on 127.0.0.1:<ephemeral>."""
+    """Scripted, recording fake of the OpenAI / Groq / Gemini / Anthropic HTTP APIs on 127.0.0.1:<ephemeral>."""
 
     def __init__(self, *, latency: float | dict[str, float] = 0.0):
         self._lock = threading.Lock()
@@ -158,7 +174,7 @@ class FakeLLMServer:
         self._runner: web.AppRunner | None = None
         self._counter = 0
         self._pace: dict[str, Pace] = {}
-        self._no_stream: set[str] = set()
+        self._no_stream: dict[str, int | None] = {}  # provider -> streamed requests left to ignore (None: all)
 
     # ----------------------------------------------------------------- scripting
     def script(self, provider: str, *replies: Any, input_tokens: int | None = None,
@@ -209,12 +225,25 @@ class FakeLLMServer:
             self._pace[provider] = Pace(first_token, tokens_per_s, chars_per_chunk)
         return self
 
-    def ignore_stream(self, provider: str) -> FakeLLMServer:
+    def ignore_stream(self, provider: str, *, times: int | None = None) -> FakeLLMServer:
         """`provider` answers `stream: true` with a plain JSON completion, as some
-        OpenAI-compatible servers (older llama.cpp builds, proxies) do."""
+        OpenAI-compatible servers (older llama.cpp builds, proxies) do; with `times`, only the
+        next `times` streamed requests (a proxy that buffered one response, then streams again)."""
         with self._lock:
-            self._no_stream.add(provider)
+            self._no_stream[provider] = times
         return self
+
+    def _ignores_stream(self, provider: str) -> bool:
+        with self._lock:
+            if provider not in self._no_stream:
+                return False
+            left = self._no_stream[provider]
+            if left is not None:
+                if left <= 1:
+                    del self._no_stream[provider]
+                else:
+                    self._no_stream[provider] = left - 1
+            return True
 
     def pending(self, provider: str | None = None) -> int:
         with self._lock:
@@ -253,6 +282,8 @@ class FakeLLMServer:
             "GOOGLE_GEMINI_BASE_URL": self.url,
             "ASKDESK_COMPATIBLE_BASE_URL": f"{self.url}/compatible/v1",
             "OLLAMA_HOST": f"{self.url}/ollama",
+            "ANTHROPIC_API_KEY": "test-anthropic-key",
+            "ANTHROPIC_BASE_URL": self.url,
         }
 
     # ----------------------------------------------------------------- lifecycle
@@ -304,6 +335,7 @@ class FakeLLMServer:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1beta/models/{target:.+}", self._gemini)  # :generateContent and :streamGenerateContent
         app.router.add_post("/v1/models/{target:.+}", self._gemini)
+        app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai_like)
         app.router.add_post("/{prefix:.+}/v1/chat/completions", self._openai_like)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -339,7 +371,8 @@ class FakeLLMServer:
             self.errors.append(rec.error)
             return None
 
-    async def _serve(self, rec: RecordedRequest, render: Callable[[RecordedRequest, Reply | Raw], dict],
+    async def _serve(self, request: web.Request, rec: RecordedRequest,
+                     render: Callable[[RecordedRequest, Reply | Raw], dict],
                      error_body: Callable[[int, str], dict], empty: dict | None = None,
                      stream: Callable | None = None) -> web.StreamResponse:
         latency = self._latency.get(rec.provider, self._default_latency)
@@ -359,10 +392,12 @@ class FakeLLMServer:
         if isinstance(step, Empty):
             rec.status = 200
             return web.json_response(empty or {})
+        if isinstance(step, Wire):
+            return await send_wire(request, rec, step.render(rec))
         fault = step if isinstance(step, Stream) else None
         if isinstance(step, Stream):
             step = output_of(step)
-        if stream is not None and wants_stream(rec) and rec.provider not in self._no_stream:
+        if stream is not None and wants_stream(rec) and not self._ignores_stream(rec.provider):
             rec.status = 200
             pace = (fault.pace if fault is not None and fault.pace else None) or self._pace.get(rec.provider, Pace())
             return await stream(rec, step, pace, fault)
@@ -397,7 +432,7 @@ class FakeLLMServer:
             return await stream_openai(request, rec, text=text, tool_name=_openai_tool_name(rec.body),
                                        tokens=_tokens(rec, step, text), pace=pace, fault=fault, counter=self._counter)
 
-        return await self._serve(rec, self._render_openai, _openai_error, stream=stream, empty={
+        return await self._serve(request, rec, self._render_openai, _openai_error, stream=stream, empty={
             "id": "chatcmpl-fake-empty", "object": "chat.completion", "created": int(time.time()),
             "model": rec.body.get("model", "fake"), "choices": [],
             "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
@@ -427,6 +462,22 @@ class FakeLLMServer:
                       "total_tokens": prompt_tokens + completion_tokens},
         }
 
+    # Anthropic ------------------------------------------------------------------------
+    async def _anthropic(self, request: web.Request) -> web.Response:
+        rec = await self._record(request, "anthropic")
+
+        async def stream(rec: RecordedRequest, step: Reply | Raw, pace: Pace, fault: Stream | None):
+            text = _output_text(rec, step)
+            return await anthropic_api.stream_messages(request, rec, text=text, tokens=_tokens(rec, step, text),
+                                                       pace=pace, fault=fault)
+
+        def render(rec: RecordedRequest, step: Reply | Raw) -> dict:
+            text = _output_text(rec, step)
+            return anthropic_api.message(rec, text, _tokens(rec, step, text))
+
+        return await self._serve(request, rec, render, anthropic_api.error_body, stream=stream,
+                                 empty=anthropic_api.message(rec, "", (1, 0), content=[]))
+
     # Gemini ---------------------------------------------------------------------------
     async def _gemini(self, request: web.Request) -> web.Response:
         rec = await self._record(request, "gemini")
@@ -449,7 +500,7 @@ class FakeLLMServer:
             return await stream_gemini(request, rec, text=text, function_name=_gemini_function_name(rec.body),
                                        tokens=_tokens(rec, step, text), pace=pace, fault=fault)
 
-        return await self._serve(rec, self._render_gemini, _gemini_error, stream=stream, empty={
+        return await self._serve(request, rec, self._render_gemini, _gemini_error, stream=stream, empty={
             "candidates": [], "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}})
 
     def _render_gemini(self, rec: RecordedRequest, step: Reply | Raw) -> dict:

@@ -19,6 +19,9 @@ Wire formats (what the real SDKs parse):
 
 Every chunk written is recorded on the request (`rec.chunks`: (monotonic time, text so far)),
 so tests and benchmarks can tell when a given piece of the answer left the "model".
+
+`WireReply` is a reply given exactly as written (status, JSON body or SSE events): the shapes
+studied in real provider recordings (tests/fakes/llm_shapes.py) are served through it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -61,6 +64,37 @@ class Stream:
     stall: float = 0.0
     input_tokens: int | None = None
     output_tokens: int | None = None
+
+
+@dataclass
+class WireReply:
+    """One HTTP answer written as given: a JSON body, or server-sent events.
+
+    `events` are (event name or None, payload) pairs; a payload that is not a str is JSON.
+    `separator` ends each event (Gemini's SSE uses CRLF pairs, OpenAI's and Groq's LF pairs)."""
+
+    status: int = 200
+    body: Any = None
+    events: list[tuple[str | None, Any]] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    separator: str = "\n\n"
+
+
+async def send_wire(request: web.Request, rec: RecordedRequest, reply: WireReply) -> web.StreamResponse:
+    """Write `reply` on the wire; streamed events are recorded in `rec.chunks` like paced ones."""
+    rec.status = reply.status
+    if reply.events is None:
+        return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+    response = web.StreamResponse(status=reply.status, headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", **reply.headers})
+    await response.prepare(request)
+    for name, payload in reply.events:
+        data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        head = f"event: {name}\n" if name else ""
+        await response.write(f"{head}data: {data}{reply.separator}".encode())
+        rec.chunks.append((time.monotonic(), data))
+    await response.write_eof()
+    return response
 
 
 def wants_stream(rec: RecordedRequest) -> bool:
