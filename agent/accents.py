@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 
 def fold(text: str) -> str:
@@ -27,3 +28,19 @@ def phrases_re(phrases: list[str]) -> re.Pattern | None:
     if not parts:
         return None
     return re.compile(r"(?<![\w])(?:" + "|".join(parts) + r")(?![\w])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A quick test whether a message may hold one of a reader's phrases, run before the reader
+    itself (a registry's cue before its parser: agent/registry/cue.py). Both patterns search the
+    message's folded text, whitespace collapsed: `exact` as compiled (case matters, as in place
+    names), `loose` compiled from folded phrases, case-insensitively."""
+
+    exact: re.Pattern[str] | None = None
+    loose: re.Pattern[str] | None = None
+
+    def __call__(self, text: str) -> bool:
+        folded = fold(" ".join(text.split()))
+        return bool(self.exact is not None and self.exact.search(folded)
+                    or self.loose is not None and self.loose.search(folded))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agent.messages import ChatMessage
 from agent.references import Reference
 
-Surface = Literal["cli", "slack", "teams", "eval", "bench"]
+# Where a question was asked: a registered surface's name (`askdesk serve <name>`: slack, teams, a
+# plug-in's) or cli / eval / bench. Open, so a surface plug-in needs no edit here; `askdesk serve`
+# checks the names it runs against the registered surfaces.
+Surface = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")]
 
 # Why a surface did not hand over a file's bytes (the service words the note to the user):
 # askdesk cannot read the type, it is over ASKDESK_FILE_MAX_MB, the download failed, or the
@@ -27,6 +30,35 @@ class Attachment(BaseModel):
     problem: FileProblem | None = None
 
 
+class ProposedCall(BaseModel):
+    """One call of a tool that changes something, exactly as it would run."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class PendingAction(BaseModel):
+    """Calls of tools that change something, proposed to the asker instead of run
+    (agent/tools/actions.py): surfaces show Confirm / Cancel (the terminal asks y/N) and hand
+    it back unchanged in `AskRequest.confirmation`; only the asker may decide, once."""
+
+    id: str  # a new one per proposal
+    calls: list[ProposedCall]
+    asker: str | None  # the only person who may confirm it
+    surface: str
+    thread_id: str
+    collection: str | None = None
+    question: str  # what was asked (cut short)
+
+
+class Confirmation(BaseModel):
+    """The asker's decision on a `PendingAction`: confirmed (its calls run, their results are
+    answered) or cancelled (nothing runs)."""
+
+    action: PendingAction
+    confirmed: bool
+
+
 class AskRequest(BaseModel):
     text: str
     surface: Surface = "cli"
@@ -39,6 +71,11 @@ class AskRequest(BaseModel):
     # the asker pressed "Search the documents anyway" on a refusal: a refusal is overridden (the
     # message is searched and answered, with the "may be outside the documents" note)
     search_anyway: bool = False
+    # who may read the answer, as the knowledge sources' audiences name them (agent/audience.py):
+    # a channel's id, or the asker's id, email and domain; None: unrestricted (the terminal)
+    audience: list[str] | None = None
+    # the asker's Confirm / Cancel of an action askdesk proposed (agent/tools/actions.py)
+    confirmation: Confirmation | None = None
 
 
 class AnswerResult(BaseModel):
@@ -55,6 +92,7 @@ class AnswerResult(BaseModel):
     notice: str | None = None  # e.g. "No LLM provider configured: set OPENAI_API_KEY ..."
     rewritten_query: str | None = None
     data: dict[str, list[Any]] = Field(default_factory=dict)  # tool name -> what each call found (its own type)
+    action: PendingAction | None = None  # calls that change something, waiting for the asker's confirmation
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,4 +105,4 @@ class AnswerResult(BaseModel):
             "search_only": self.search_only,
             "unanswerable": self.unanswerable,
             "notice": self.notice,
-        }
+        } | ({"action": self.action.model_dump()} if self.action is not None else {})

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 log = logging.getLogger("askdesk.plugins")
 
 GROUP = "askdesk.plugins"
+TABLES = ("sources", "providers", "surfaces", "capabilities")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class Registrar:
     package: str = ""
     version: str = ""
     sources: dict[str, type] = field(default_factory=dict)
+    providers: dict[str, type] = field(default_factory=dict)
+    surfaces: dict[str, type] = field(default_factory=dict)
+    capabilities: dict[str, type] = field(default_factory=dict)
     loaded: list[Loaded] = field(default_factory=list)
     failed: list[tuple[str, str, str]] = field(default_factory=list)  # (plugin, package, error)
 
@@ -57,11 +61,41 @@ class Registrar:
 
         if not (isinstance(cls, type) and issubclass(cls, Source)) or not getattr(cls, "kind", ""):
             raise TypeError(f"{cls!r} is not a Source subclass with a kind")
-        if cls.kind in self.sources:
-            raise ValueError(f"source kind {cls.kind!r} is registered twice")
-        self.sources[cls.kind] = cls
-        self.loaded.append(Loaded("source", cls.kind, self.plugin, self.package, self.version,
-                                  tuple(cls.env_variables()), tuple(cls.missing_env())))
+        self._add("source", self.sources, cls.kind, cls, cls.env_variables(), cls.missing_env())
+
+    def provider(self, cls: type) -> None:
+        """A model provider: `<name>/<model>` in ASKDESK_AGENT_MODEL and friends."""
+        self._add("provider", self.providers, _name_of(cls), cls, *_env_of(cls))
+
+    def surface(self, cls: type) -> None:
+        """A surface `askdesk serve <name>` can run (Slack, Teams, a web chat…)."""
+        self._add("surface", self.surfaces, _name_of(cls), cls, *_env_of(cls))
+
+    def capability(self, cls: type) -> None:
+        """A body of data the agent answers from, with its tools."""
+        self._add("capability", self.capabilities, _name_of(cls), cls, *_env_of(cls))
+
+    def _add(self, kind: str, table: dict[str, type], name: str, cls: type, env: Iterable[str],
+             missing: Iterable[str]) -> None:
+        if name in table:
+            raise ValueError(f"{kind} {name!r} is registered twice")
+        table[name] = cls
+        self.loaded.append(Loaded(kind, name, self.plugin, self.package, self.version, tuple(env), tuple(missing)))
+
+
+def _name_of(cls: type) -> str:
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls!r} has no `name`")
+    return name
+
+
+def _env_of(cls: type) -> tuple[list[str], list[str]]:
+    """The variables a plug-in reads (`env_variables()`) and the required ones that are unset
+    (`missing_env()`), when it declares them."""
+    env = list(cls.env_variables()) if hasattr(cls, "env_variables") else []
+    missing = list(cls.missing_env()) if hasattr(cls, "missing_env") else []
+    return env, missing
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -76,12 +110,14 @@ def load_plugins(entry_points: Iterable[Any] | None = None) -> Registrar:
         package = dist.metadata["Name"] if dist is not None else "?"
         version = dist.version if dist is not None else "?"
         registrar.plugin, registrar.package, registrar.version = ep.name, package, version
-        before_sources, before_loaded = dict(registrar.sources), list(registrar.loaded)
+        before = {k: dict(getattr(registrar, k)) for k in TABLES}, list(registrar.loaded)
         try:
             module = ep.load()
             module.register(registrar)
         except Exception as exc:  # noqa: BLE001 - one bad plug-in never takes the others down
-            registrar.sources, registrar.loaded = before_sources, before_loaded
+            for key, table in before[0].items():
+                setattr(registrar, key, table)
+            registrar.loaded = before[1]
             error = f"{type(exc).__name__}: {exc}".strip()
             registrar.failed.append((ep.name, package, error))
             log.warning("plug-in %s (%s) was not loaded: %s", ep.name, package, error)

@@ -11,8 +11,10 @@ cleared by an ingest of that collection; no module keeps state of its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,7 @@ class Runtime:
     _embedders: dict[str, "Embedder"] = field(default_factory=dict)
     _background: set[asyncio.Task] = field(default_factory=set)  # refreshes of caches, cancelled at close
     _written: dict[str, float] = field(default_factory=dict)  # collection -> when this process last wrote it
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)  # run at close (MCP connections)
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":
@@ -84,7 +87,18 @@ class Runtime:
         while self.readers.busy:
             await asyncio.sleep(IDLE_POLL_SECONDS)
 
+    def closes(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` at close: what was opened lazily on this process's behalf (an MCP
+        server's connection and child process) ends with it."""
+        self._closers.append(closer)
+
     async def close(self) -> None:
         for task in list(self._background):
             task.cancel()
+        for closer in reversed(self._closers):
+            try:
+                await closer()
+            except Exception as exc:  # noqa: BLE001 - the store is closed whatever else fails
+                logging.getLogger("askdesk.runtime").warning("closing failed: %s", type(exc).__name__)
+        self._closers.clear()
         await self.store.close()

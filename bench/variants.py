@@ -11,8 +11,8 @@ flags in production classes.
 from __future__ import annotations
 
 from agent.deadline import ROUTER_SHARE, deadline
-from agent.turn.stages import STAGES, classify, retrieve, router
-from agent.understanding.router import describe
+from agent.turn.stages import STAGES, classify, identity, retrieve, router
+from agent.understanding.route import describe
 
 
 async def classify_by_model(turn, ctx) -> None:
@@ -21,13 +21,13 @@ async def classify_by_model(turn, ctx) -> None:
     if turn.result is not None:
         return
     model = router(turn, ctx)
-    if turn.reading.route is None and model is not None:
+    if turn.reading is not None and turn.reading.route is None and model is not None:
         span = turn.span.child("router", "chain", {"text": turn.text})
         with deadline(ctx.settings.turn_timeout * ROUTER_SHARE):
-            decided = await ctx.classifier.ask(turn.reading, model, turn.identity, span)
+            decided = await ctx.classifier.ask(turn.reading, model, await identity(turn, ctx), span)
         if decided is not None:
             turn.route = decided
-            span.end(describe(decided) | {"query": decided.query})
+            span.end(describe(decided))
             return
         span.end({"route": None})
     await classify(turn, ctx)

@@ -19,7 +19,7 @@ from agent.providers.base import ProviderError, Usage
 from agent.providers.function import ScriptedModel
 from agent.references import Reference
 from agent.tools.base import Tool, ToolRegistry, ToolResult
-from agent.turn.loop import resolve_references, run_agent
+from agent.turn.loop import MaxTurnsExceeded, resolve_references, run_agent
 from agent.turn.state import CountedModel, Ledger
 from agent.turn.steps import AgentStep, Citation
 from tests.fakes.steps import tool_calls
@@ -130,13 +130,12 @@ async def test_tool_errors_are_fed_back_as_text():
     assert result.answer == "Sorry, the tools failed."
 
 
-async def test_iteration_cap_stops_with_a_clear_message_and_keeps_sources():
+async def test_iteration_cap_ends_the_run_as_a_model_fault():
+    """The turn answers with the search results then (tests/test_bad_tool_calls.py)."""
     model = ScriptedModel(tool_calls(("lookup", {"query": "a"})), tool_calls(("lookup", {"query": "b"})))
-    result = await run(model, make_registry(), max_iterations=2)
+    with pytest.raises(MaxTurnsExceeded):
+        await run(model, make_registry(), max_iterations=2)
     model.assert_done()  # exactly two model calls, no third
-    assert result.hit_cap
-    assert result.answer == default_prompts().render("iteration_cap")
-    assert {r.source for r in result.references} == {"a.md", "b.md"}
     last_prompt = seen(model)[-1][-1].content
     assert last_prompt == default_prompts().render("last_step")  # the last step asked for an answer
     assert "last step" not in seen(model)[0][-1].content

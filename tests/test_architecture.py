@@ -1,11 +1,16 @@
-"""The architecture holds: no import cycles, surfaces above the service only, no registry's
-domain outside the registry capability, and a question's path through the code stays short and
-never climbs back up (docs/architecture.md says how each is measured)."""
+"""The architecture holds: no import cycles (type-checking imports included), surfaces above the
+service only, no registry's domain outside the registry capability, a question's path through
+the code stays short and never climbs back up, and a plain knowledge question runs (and loads)
+no registry code (docs/architecture.md says how each is measured)."""
 
 from __future__ import annotations
 
 import ast
+import asyncio
+import json
 import re
+import shutil
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -27,12 +32,11 @@ MODULES = {module_name(p): p for p in SOURCES}
 
 
 def imports(path: Path, *, functions: bool = True) -> set[str]:
-    """Our modules `path` imports (inside functions too, unless told not to; never TYPE_CHECKING ones)."""
+    """Our modules `path` imports: at the top, under TYPE_CHECKING and inside functions (unless told
+    not to): a type-checking import is a dependency too, and a cycle through one is a cycle."""
     name = module_name(path)
     found: set[str] = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            continue
         if not functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for n in ast.walk(node):
@@ -78,8 +82,30 @@ def cycles() -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles_even_through_imports_inside_functions():
-    assert cycles() == []
+# Packages whose cycles (each closed by a TYPE_CHECKING import) their owners are removing in
+# this round; a cycle elsewhere, or one that leaves its package, fails. Once a package has none,
+# the second test says to take it off this list.
+PENDING = {
+    "bot.console": "the handlers type `Console` from app.py, which imports the handlers",
+}
+
+
+def pending(component: list[str]) -> str | None:
+    return next((p for p in PENDING if all(m.startswith(p + ".") for m in component)), None)
+
+
+def test_no_import_cycles_even_through_imports_inside_functions_or_for_type_checking():
+    assert [c for c in cycles() if pending(c) is None] == []
+
+
+def test_the_pending_cycles_are_still_there():
+    """A package that lost its cycles comes off PENDING (so that none can come back)."""
+    assert set(PENDING) - {pending(c) for c in cycles()} == set()
+
+
+def test_the_cycle_check_sees_type_checking_imports():
+    """agent/turn/state.py names the route's type for type checkers only: still a dependency."""
+    assert "agent.understanding.route" in imports(MODULES["agent.turn.state"])
 
 
 @pytest.mark.parametrize("surface", ["bot.slack", "bot.teams", "bot.turn"])
@@ -188,3 +214,113 @@ async def test_a_questions_path_enters_at_most_ten_units_and_never_climbs_back(k
     finally:
         await agent.close()
     assert "agent.providers" in entered and len(entered) <= 10 and not climbs, (entered, climbs)
+
+
+# --------------------------------------------------------------------------- a plain knowledge question
+
+KNOWLEDGE_QUESTION = "what is the income limit for a family of 3?"
+REGISTRY_SEARCH = "infant care near 78702"
+# the askdesk modules whose code a plain knowledge question runs (search-only, a registry declared
+# too), when its surface keeps the thread (Slack passes it in) and when askdesk does (Teams, the
+# terminal: the memory store is one module more); docs/architecture.md lists them
+KNOWLEDGE_MODULES = {"surface keeps the thread": 35, "askdesk keeps the thread": 36}
+
+
+async def modules_run(service, request) -> set[str]:
+    """The askdesk modules (agent/*, bot/*) whose code runs on the event loop's thread while
+    `service` answers `request`."""
+    ran: set[str] = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            module = frame.f_globals.get("__name__", "")
+            if module.startswith(("agent.", "bot.")):
+                ran.add(module)
+
+    sys.setprofile(profile)
+    try:
+        await service.answer(request)
+    finally:
+        sys.setprofile(None)
+    return ran
+
+
+@pytest.mark.parametrize("thread", KNOWLEDGE_MODULES)
+async def test_a_plain_knowledge_question_runs_no_registry_code_and_few_modules(kb_runtime, thread):
+    from agent.turn.service import AskRequest
+    from tests.knowledge_fixtures import service_on
+
+    async with service_on(kb_runtime) as service:
+        assert [c.name for c in service.capabilities().registries()] == ["facility"]  # a registry IS declared
+        await service.answer(AskRequest(text="who can get help paying for child care?", thread_id="warm"))
+        history = [] if thread == "surface keeps the thread" else None
+        ran = await modules_run(service, AskRequest(text=KNOWLEDGE_QUESTION, thread_id=thread, history=history))
+        searched = await modules_run(service, AskRequest(text=REGISTRY_SEARCH, thread_id="search"))
+    assert sorted(m for m in ran if m.startswith("agent.registry")) == []
+    assert len(ran) <= KNOWLEDGE_MODULES[thread], sorted(ran)
+    assert "agent.knowledge.search" in ran and "agent.registry.parsing.parser" in searched  # the profile sees both
+
+
+# runs in a fresh interpreter, as `askdesk ask` does: which registry modules a question loads
+LOADS = """
+import asyncio, json, sys
+from agent.config import Settings
+from agent.state.memory import MemoryState
+from agent.turn.service import Askdesk, AskRequest
+
+PARSER = ("agent.registry.parsing", "agent.registry.claims", "agent.registry.command", "agent.registry.extraction")
+
+
+async def main(data, questions):
+    service = Askdesk.create(Settings(data_dir=data), state=MemoryState())
+    out = {"declared": [c.name for c in service.capabilities().registries()], "answers": []}
+    try:
+        for text in questions:
+            result = await service.answer(AskRequest(text=text, thread_id=text))
+            out["answers"].append([result.route, sorted(m for m in sys.modules if m.startswith(PARSER))])
+    finally:
+        await service.close()
+    print(json.dumps(out))
+
+asyncio.run(main(sys.argv[1], json.loads(sys.argv[2])))
+"""
+
+
+@pytest.fixture(scope="module")
+def registry_data(tmp_path_factory, kb_subset_cache) -> Path:
+    """A data dir with one small document and eight Austin facilities of the demo's registry, declared."""
+    from agent.config import Settings
+    from agent.knowledge.ingest import ingest
+    from tests.conftest import SAMPLE_KB, seed_embeddings
+    from tests.knowledge_fixtures import SMALL_KB_DOC, ingest_demo_registry, open_runtime, registry_subset
+
+    root = tmp_path_factory.mktemp("registry-declared")
+    settings = Settings(data_dir=root / "data")
+    settings.data_dir.mkdir(parents=True)
+    shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
+    seed_embeddings(settings.data_dir)
+
+    async def build() -> None:
+        async with open_runtime(settings) as runtime:  # closed: the child opens the store itself
+            await ingest(runtime, [SAMPLE_KB / SMALL_KB_DOC])
+            austin = iter(range(8))
+            await ingest_demo_registry(runtime, registry_subset(
+                root / "facilities.csv", lambda r: r["city"] == "AUSTIN" and next(austin, None) is not None))
+
+    asyncio.run(build())
+    return settings.data_dir
+
+
+def test_the_registry_parser_loads_only_for_a_message_that_may_be_a_registry_search(registry_data):
+    from tests.test_cli_imports import child_env
+
+    proc = subprocess.run([sys.executable, "-c", LOADS, str(registry_data),
+                           json.dumps([KNOWLEDGE_QUESTION, "who is eligible for child care assistance?", REGISTRY_SEARCH])],
+                          capture_output=True, text=True, env=child_env(), timeout=180, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["declared"] == ["facility"]
+    (first, loaded_first), (second, loaded_second), (search, loaded_search) = out["answers"]
+    assert (first, second, search) == ("knowledge", "knowledge", "facility")
+    assert loaded_first == loaded_second == []  # knowledge questions: no parser, not even imported
+    assert "agent.registry.parsing.parser" in loaded_search and "agent.registry.claims" in loaded_search

@@ -161,3 +161,57 @@ async def test_a_store_outage_is_an_apology_not_a_crash(tmp_path):
         await runtime.close()
     assert result.reply.startswith("The office registry is unavailable right now (")
     assert result.records == [] and result.to_json()["offices"] == [] and result.notes == [result.reply]
+
+
+# --------------------------------------------------------------------------- the cue before the claim
+
+SAMPLE_REGISTRIES = sorted(REPO.glob("examples/*/registries/*.yaml"))
+# what the parser's normalisation, day and hours translations and stated ages read: phrases the
+# eval sets hardly hold, each a claim of the registry that declares what it needs
+EDGE_CASES = [
+    "daycares w/ infant care in Austin", "centros con bebés & transporte en Houston", "infant care open sat/sun",
+    "after-school care mon-fri near 78702", "daycares open until 7pm in Dallas", "abiertas hasta las 7 de la tarde",
+    "nhà trẻ mở cửa từ 6 giờ sáng ở Houston", "care for my 8-month-old in Austin", "150+ kids capacity in Austin",
+    "within 8 km of 78702", "open on weekends and sundays", "ＩＮＦＡＮＴ ＣＡＲＥ in Austin", "guarderías los domingos",
+    "offices open saturdays", "labs open 24 hours", "contractors licensed for roofing near Plano",
+]
+
+
+def sample_messages() -> list[str]:
+    """Every text of the samples' eval sets (questions, searches, thread turns), and the edge cases."""
+    import yaml
+
+    found: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, str) and 0 < len(value) < 300:
+            found.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for path in sorted(REPO.glob("examples/*/eval/*.yaml")):
+        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return [*dict.fromkeys(found), *EDGE_CASES]
+
+
+def test_a_registry_claims_no_message_without_its_cue_and_the_cue_passes_few_questions():
+    """The cue (agent/registry/cue.py) is a necessary condition of the claim: a message it does not
+    match never reaches the parser, so it must match every message the parser would claim. And it
+    must rule out most questions for the documents, or it saves nothing."""
+    messages = sample_messages()
+    declarations = [load_declaration(p) for p in SAMPLE_REGISTRIES] + [parse_declaration(EQUIPMENT, "equipment.yaml")]
+    claimed_somewhere = 0
+    for decl in declarations:
+        registry = Registry(decl, None)  # claims need no store
+        claimed = [m for m in messages if registry.claims(m)]
+        assert claimed, decl.name
+        missed = [m for m in claimed if not registry.cue(m)]
+        assert missed == [], f"{decl.name}: claimed without its cue: {missed}"
+        passed = sum(1 for m in messages if registry.cue(m))
+        assert passed < len(messages) * 0.6, f"{decl.name}: the cue passes {passed} of {len(messages)} messages"
+        claimed_somewhere += len(claimed)
+    assert claimed_somewhere > 200  # the samples hold many registry searches: the check has teeth

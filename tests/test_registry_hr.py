@@ -18,6 +18,7 @@ from agent.capabilities.base import Capability
 from agent.capabilities.registry import RegistryCapability, registry_capabilities
 from agent.config import Settings
 from agent.prompts import default_prompts
+from agent.registry.command import CommandRunner
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
 from tests.conftest import REPO
@@ -221,7 +222,7 @@ async def test_reingest_is_idempotent_and_incremental(office, tmp_path):
     first = await other.ingest(path)
     assert (first.added, first.loaded, first.rows) == (2, 2, 3)
     assert [str(e) for e in first.errors] == ["line 4: desks: expected a whole number, got 'lots'"]
-    assert {r.id for r in (await other.commands.run("all offices"))[0].records} == {"AUS-HQ", "AUS-EAST"}
+    assert {r.id for r in (await CommandRunner(other).run("all offices"))[0].records} == {"AUS-HQ", "AUS-EAST"}
 
 
 @pytest.mark.parametrize("text", ["offices closed on sundays", "oficinas cerradas los domingos",

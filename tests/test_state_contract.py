@@ -1,5 +1,6 @@
-"""The state-store contract, run on every backend: in-process memory, SQLite (the embedded
-default) and PostgreSQL (a server this test run starts: tests/postgres_server.py)."""
+"""The state-store contract, per role (agent/state/base.py), run on every backend that serves the
+role: in-process memory, SQLite (the embedded default) and PostgreSQL (a server this test run
+starts: tests/postgres_server.py)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,59 @@ from agent.messages import ChatMessage
 from datetime import datetime, timedelta, timezone
 
 from agent.state import AnswerRecord, Guarded, StateUnavailable
-from agent.state.base import OWNER, Escalation, TurnRecord
+from agent.state.base import (
+    OWNER,
+    ROLES,
+    AnswerRecords,
+    Askers,
+    Claims,
+    Escalation,
+    Escalations,
+    FeedbackLog,
+    Lifecycle,
+    Memory,
+    RateLimits,
+    Retention,
+    StateStore,
+    TurnLog,
+    TurnRecord,
+)
 from agent.state.feedback import Feedback
 from agent.state.memory import MemoryState
 from agent.state.migrations import LATEST, LOCK_SPACE
 from agent.state.postgres import PostgresState
 from agent.state.sqlite import SQLiteState
 
-BACKENDS = ["memory", "sqlite", "postgres"]
+BACKENDS: dict[str, type] = {"memory": MemoryState, "sqlite": SQLiteState, "postgres": PostgresState}
 
 
-@pytest.fixture(params=BACKENDS)
+def serving(*roles: type):
+    """Run the test on every backend whose class declares all of `roles` (agent/state/base.py)."""
+    names = [name for name, cls in BACKENDS.items() if all(role in cls.__mro__ for role in roles)]
+    assert names, f"no backend serves {[r.__name__ for r in roles]}"
+    label = "+".join(r.__name__ for r in roles)
+    return pytest.mark.parametrize("state", names, indirect=True, ids=[f"{label}-{n}" for n in names])
+
+
+def role_methods(role: type) -> set[str]:
+    """The methods a role protocol declares itself (not those of the roles it extends)."""
+    return {name for name, value in vars(role).items() if callable(value) and not name.startswith("_")}
+
+
+def test_the_roles_split_the_store_and_every_method_of_a_backend_belongs_to_one():
+    declared = [role_methods(role) for role in ROLES]
+    assert sum(len(m) for m in declared) == len(set().union(*declared))  # no method in two roles
+    every = set().union(*declared, role_methods(Lifecycle))
+    assert every == {n for n in dir(StateStore) if not n.startswith("_") and callable(getattr(StateStore, n))}
+    for cls in [*BACKENDS.values(), Guarded]:
+        public = {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
+        assert public - every == set(), f"{cls.__name__}: methods of no role"
+        served = [role for role in ROLES if role in cls.__mro__]
+        missing = {n for role in served for n in role_methods(role)} - public
+        assert missing == set(), f"{cls.__name__} declares roles it does not implement: {missing}"
+
+
+@pytest.fixture
 async def state(request, tmp_path):
     if request.param == "memory":
         store = MemoryState(max_messages=3)
@@ -41,6 +84,7 @@ def msg(role: str, text: str) -> ChatMessage:
     return ChatMessage(role=role, content=text)
 
 
+@serving(Memory)
 async def test_conversations_are_kept_per_surface_and_thread_newest_last(state):
     await state.append("teams", "t1", [msg("user", "q1"), msg("assistant", "a1")])
     await state.append("cli", "t1", [msg("user", "other surface")])
@@ -51,6 +95,7 @@ async def test_conversations_are_kept_per_surface_and_thread_newest_last(state):
     assert (await state.load("teams", "t2")).messages == []
 
 
+@serving(Claims)
 async def test_a_claim_is_granted_once_until_it_expires(state):
     assert await state.claim("slack:event:Ev1", 0.3)
     assert not await state.claim("slack:event:Ev1", 0.3)  # a retry while the first is at work
@@ -61,11 +106,20 @@ async def test_a_claim_is_granted_once_until_it_expires(state):
     assert await state.claim("slack:event:Ev1", 0.3)  # expired: the table does not hold keys forever
 
 
+@serving(Claims)
 async def test_concurrent_claims_of_one_key_grant_exactly_one(state):
     granted = await asyncio.gather(*(state.claim("teams:activity:c:1", 60) for _ in range(20)))
     assert sum(granted) == 1
 
 
+@serving(Claims)
+async def test_claims_of_a_live_holder_are_never_abandoned(state):
+    assert await state.claim("slack:stream:1", 60)  # this process is at work on it
+    assert await state.claim("slack:stream:2", 60, settled=True)
+    assert await state.abandoned("slack:stream:") == []
+
+
+@serving(RateLimits)
 async def test_rate_limit_counts_within_the_window_and_reports_the_wait(state):
     assert await state.rate_hit("U1", 2, 0.5) == 0
     assert await state.rate_hit("U1", 2, 0.5) == 0
@@ -76,6 +130,7 @@ async def test_rate_limit_counts_within_the_window_and_reports_the_wait(state):
     assert await state.rate_hit("U1", 2, 0.5) == 0  # the oldest left the window
 
 
+@serving(FeedbackLog)
 async def test_feedback_is_stored_and_read_newest_first(state):
     await state.add_feedback(Feedback(rating="up", user_id="U1", surface="teams", channel="C1", thread="t",
                                       answer_id="a1", route="knowledge", sources=["a.md", "b.md"]))
@@ -87,9 +142,10 @@ async def test_feedback_is_stored_and_read_newest_first(state):
     assert oldest.created_at <= newest.created_at
 
 
+@serving(AnswerRecords)
 async def test_answer_records_are_found_by_id_and_by_message_within_its_conversation(state):
-    first = AnswerRecord(answer_id="a1", route="knowledge", sources=["x.md"], question="q1")
-    second = AnswerRecord(answer_id="a2", route="facility", sources=[])
+    first = AnswerRecord(answer_id="a1", route="knowledge", sources=["x.md"], question="q1", asker="U1")
+    second = AnswerRecord(answer_id="a2", route="facility", sources=[], asker="29:user", private=True)
     await state.remember_answer(first, conversation="conv-1", message_id="1")
     await state.remember_answer(second, conversation="conv-2", message_id="1")  # same id, other conversation
     assert await state.answer_record("a1") == first
@@ -98,6 +154,7 @@ async def test_answer_records_are_found_by_id_and_by_message_within_its_conversa
     assert await state.answer_record("nope") is None and await state.answer_by_message("conv-3", "1") is None
 
 
+@serving(Askers)
 async def test_the_first_asker_keeps_a_thread(state):
     await state.remember_asker("19:chan;messageid=1", "29:ada")
     await state.remember_asker("19:chan;messageid=1", "29:bob")
@@ -105,12 +162,14 @@ async def test_the_first_asker_keeps_a_thread(state):
     assert await state.asker("19:other") is None
 
 
+@serving(FeedbackLog)
 async def test_feedback_keeps_the_comment_written_with_it(state):
     await state.add_feedback(Feedback(rating="down", user_id="U1", comment="the dates are from last year"))
     [row] = await state.recent_feedback()
     assert row.comment == "the dates are from last year"
 
 
+@serving(FeedbackLog)
 async def test_a_comment_written_after_the_rating_goes_with_the_latest_feedback(state):
     await state.add_feedback(Feedback(rating="down", user_id="U1", answer_id="a1"))
     await state.add_feedback(Feedback(rating="down", user_id="U2", answer_id="a1"))
@@ -122,6 +181,7 @@ async def test_a_comment_written_after_the_rating_goes_with_the_latest_feedback(
         ("U1", "a2", None), ("U2", "a1", None), ("U1", "a1", "outdated")]
 
 
+@serving(FeedbackLog)
 async def test_feedback_is_read_back_from_a_moment_on(state):
     now = datetime.now(timezone.utc)
     await state.add_feedback(Feedback(rating="up", user_id="U1", created_at=now - timedelta(days=10)))
@@ -132,6 +192,7 @@ async def test_feedback_is_read_back_from_a_moment_on(state):
     assert recent[0].question == "q"
 
 
+@serving(TurnLog)
 async def test_turns_are_read_back_from_a_moment_on(state):
     old = datetime.now(timezone.utc) - timedelta(days=10)
     await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="answered"))
@@ -147,6 +208,7 @@ async def test_turns_are_read_back_from_a_moment_on(state):
     assert len(turns) == 2 and not turns[0].overridden
 
 
+@serving(Escalations)
 async def test_an_escalation_is_found_by_its_thread_and_answered_once(state):
     item = Escalation(id="e1", surface="slack", asker="U1", conversation="C1", thread="1.0", question="q?",
                       attempt="not found", sources=["a.md"], target_surface="slack", target_channel="CESC")
@@ -163,6 +225,7 @@ async def test_an_escalation_is_found_by_its_thread_and_answered_once(state):
     assert [e.id for e in await state.escalations(datetime.now(timezone.utc) - timedelta(hours=1))] == ["e1"]
 
 
+@serving(Retention, TurnLog, FeedbackLog, Escalations)
 async def test_forgetting_before_a_date_deletes_what_people_wrote_before_it(state):
     old = datetime.now(timezone.utc) - timedelta(days=200)
     await state.record_turn(TurnRecord(created_at=old, surface="slack", outcome="unanswerable", question="old q"))

@@ -12,6 +12,7 @@ from agent.config import Settings
 from agent.knowledge.ingest import ingest
 from agent.knowledge.search import search
 from agent.runtime import Runtime
+import agent.store.models as models
 from agent.store.migrate import MIGRATED_DIR
 from agent.store.server import ServerStore
 from tests.knowledge_fixtures import ingest_demo_registry
@@ -60,3 +61,13 @@ async def test_an_old_local_mode_data_dir_is_migrated_on_first_open(tmp_path, ca
     assert not (settings.data_dir / "qdrant").exists() and (settings.data_dir / MIGRATED_DIR).is_dir()
     await Runtime.open(settings).close()  # a second open does nothing more
     assert "moving" not in capfd.readouterr().err
+
+
+def test_the_migration_indexes_what_the_knowledge_layer_indexes():
+    """The store layer names the knowledge collection's indexed fields itself (it imports nothing
+    above it); they must stay the knowledge layer's."""
+    from agent.knowledge.store import INDEXED_FIELDS
+    from agent.store.migrate import KNOWLEDGE_INDEXED
+
+    assert set(KNOWLEDGE_INDEXED) == set(INDEXED_FIELDS)
+    assert {str(v) for v in INDEXED_FIELDS.values()} == {str(models.PayloadSchemaType.KEYWORD)}

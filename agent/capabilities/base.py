@@ -7,20 +7,29 @@ words that tell the pre-filter a message is for it, the search run before the fi
 Teams message extension, CLI) and its eval sections. The turn pipeline and the surfaces know
 only these shapes: a route name is a capability's name, and what a capability found travels
 as `Found.result.data`, read by that capability alone.
+
+`Capability` is the base class: `name`, `description` and `tools()` are required, every other
+member has a default that does nothing. Capabilities are plug-ins (agent/plugins.py): askdesk's
+own knowledge base and registries register the way a third party's capability does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from agent.references import Reference
 
 if TYPE_CHECKING:
+    from agent.accents import Cue
+    from agent.config import Settings
+    from agent.knowledge.vocabulary import Vocabulary
     from agent.prompts import PromptSet
     from agent.providers.base import Model
+    from agent.runtime import Runtime
     from agent.tools.base import Tool, ToolResult
 
 
@@ -112,50 +121,112 @@ class EvalSection(Protocol):
     def render(self, result: dict[str, Any]) -> str: ...
 
 
-CapabilityKind = Literal["knowledge", "registry"]
+class Capability:
+    """Base class of a capability (a plug-in registers its subclass: `r.capability(cls)`).
 
+    Required: `name` (the route name), `description` (when the router model should choose it)
+    and `tools()`. Everything else has a default that does nothing, so a capability adds only
+    what it has, as pydantic-ai's capabilities do: it claims no message by its wording, searches
+    nothing before the first model call, answers search-only with what its tool returned, offers
+    no command, warms nothing, has no vocabulary and no eval section.
+    """
 
-@runtime_checkable
-class Capability(Protocol):
-    """The plug-in interface. `name` is the route name (and the eval section of a registry)."""
+    name: str = ""
+    # an open label: "knowledge" (chosen by meaning), "registry" (a declared table, claimed by
+    # its wording), or whatever a plug-in calls its own; nothing in the turn branches on it
+    kind: str = "capability"
+    description: str = ""  # for the router model ("looking for an office by city...")
+    # a quick necessary condition of `claims` (agent/accents.py): a message without it is not
+    # offered to `claims` at all (None: every message is)
+    cue: "Cue | None" = None
 
-    name: str
-    kind: CapabilityKind
-    description: str  # when to choose it, for the router model ("looking for an office by city...")
+    def __init__(self, runtime: "Runtime | None" = None) -> None:
+        self.runtime = runtime
+
+    @classmethod
+    def build(cls, runtime: "Runtime | None", settings: "Settings") -> list["Capability"]:
+        """The deployment's capabilities of this plug-in, built once per service: one by default,
+        several for a factory (one per declared registry), none when it is not configured."""
+        return [cls(runtime)]
+
+    @classmethod
+    def env_variables(cls) -> list[str]:
+        """The environment variables it reads (`askdesk plugins` lists them)."""
+        return []
+
+    @classmethod
+    def missing_env(cls) -> list[str]:
+        """Required variables that are not set (`askdesk plugins` shows them)."""
+        return []
 
     def tools(self) -> list["Tool"]:
-        """What the agent may call."""
+        """What the agent may call. A tool that changes something says so (`reads_only=False`):
+        it runs only after the asker confirms (agent/tools/actions.py)."""
+        raise NotImplementedError(f"{type(self).__name__} must return its tools")
+
+    def bound(self, collection: str | None) -> "Capability":
+        """This capability for turns on knowledge `collection` (a Slack channel's own); the same
+        object unless it reads a collection."""
+        return self
 
     def claims(self, text: str) -> bool:
         """The wording alone makes `text` a search of this capability (the pre-filter's rule;
         the understanding layer vetoes messages that ask about amounts or rules)."""
+        return False
 
     def anchored(self, text: str) -> bool:
         """`text` names what a search of this capability is anchored on (a registry: a place,
         distance, number or hours). A claim without one stands only when the capability's
         reading places every word of the message."""
-
-    async def warm(self) -> None:
-        """Load what its first question needs (statistics, places) before the process reports
-        ready, so no user waits for a cold cache."""
+        return True
 
     async def unplaced(self, text: str) -> str:
         """The words of a message this capability claimed that its own reading could not place
         (a registry: what its parser left over); the understanding layer asks whether the
         documents know them, to tell a question about rules from a search."""
+        return ""
+
+    async def warm(self) -> None:
+        """Load what its first question needs (statistics, places) before the process reports
+        ready, so no user waits for a cold cache."""
+
+    async def vocabulary(self) -> "Vocabulary | None":
+        """The words and codes its documents use (the knowledge base's), for the understanding
+        layer; None: it has none."""
+        return None
 
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found | None:
         """The search run for a message routed here before the first model call (None: none).
-        `model` (the router model, its calls counted by the turn) may read what rules cannot."""
+        `model` (the router model, its calls counted by the turn) may read what rules cannot.
+        Only tools that read run here: a changing tool refuses to run unconfirmed."""
+        return None
 
-    def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
-        """The answer without a model, from what `prefetch` found."""
+    def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly | None:
+        """The answer without a model, from what `prefetch` found; None: what the tool returned
+        is the answer (`answer_without_model`)."""
+        return None
 
-    def commands(self) -> list[Command]: ...
+    def commands(self) -> list[Command]:
+        """A slash command, a Teams message extension and its CLI form."""
+        return []
 
-    async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult: ...
+    async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
+        raise KeyError(name)
 
-    def eval_sections(self) -> dict[str, EvalSection]: ...
+    def eval_sections(self) -> dict[str, EvalSection]:
+        """The sections of an eval YAML it scores (`askdesk eval`)."""
+        return {}
+
+
+def answer_without_model(capability: Capability | None, found: Found | None, prompts: "PromptSet") -> SearchOnly:
+    """The capability's search-only answer, or else what its tool returned (with its sources),
+    or else that nothing was found."""
+    shown = capability.search_only(found, prompts) if capability is not None else None
+    if shown is not None:
+        return shown
+    if found is None or not found.result.text.strip():
+        return SearchOnly(text=prompts.render("search_only_empty"))
+    return SearchOnly(text=found.result.text.strip(), references=list(found.result.references))
 
 
 @dataclass
@@ -163,6 +234,12 @@ class Capabilities:
     """The capabilities of one deployment, by name, in routing order (knowledge first)."""
 
     items: list[Capability] = field(default_factory=list)
+
+    @classmethod
+    def ordered(cls, items: Iterable[Capability]) -> "Capabilities":
+        """Knowledge first (what no other claims is the documents'), then the rest as given."""
+        items = list(items)
+        return cls([c for c in items if c.kind == "knowledge"] + [c for c in items if c.kind != "knowledge"])
 
     def __iter__(self):
         return iter(self.items)

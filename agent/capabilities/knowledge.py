@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent.capabilities.base import Command, CommandResult, EvalSection, Found, SearchOnly
+from agent.capabilities.base import Capability, EvalSection, Found, SearchOnly
+from agent.knowledge.search import Passage
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
 from agent.tools import formatted_context
 from agent.tools.formatted_context import MAX_TOP_K, make_tool
 
 if TYPE_CHECKING:
-    from agent.knowledge.search import Passage
     from agent.knowledge.vocabulary import Vocabulary
     from agent.prompts import PromptSet
+    from agent.plugins import Registrar
     from agent.providers.base import Model
     from agent.runtime import Runtime
 
@@ -29,8 +30,10 @@ PASSAGE_CHARS = 350  # of each passage in a search-only answer
 MAX_PASSAGES = 5
 
 
-def passages(found: Found | None) -> list["Passage"]:
-    return list(found.result.data or []) if found is not None else []
+def passages(found: Found | None) -> list[Passage]:
+    """The passages a knowledge search found (none in another tool's result, such as an action's)."""
+    data = found.result.data if found is not None else None
+    return [p for p in data if isinstance(p, Passage)] if isinstance(data, list) else []
 
 
 def best_score(found: Found | None) -> float | None:
@@ -53,11 +56,12 @@ def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + "…"
 
 
-def shown(result: ToolResult | None) -> list[tuple[Reference, list["Passage"]]]:
+def shown(result: ToolResult | None) -> list[tuple[Reference, list[Passage]]]:
     """The passages a search-only answer shows, grouped by the source they cite (file and
     section) in order of first appearance: entry i is source i of the answer's references."""
-    groups: dict[tuple[str, str], tuple[Reference, list["Passage"]]] = {}
-    for p in list(result.data or [])[:MAX_PASSAGES] if result is not None else []:
+    groups: dict[tuple[str, str], tuple[Reference, list[Passage]]] = {}
+    data = result.data if result is not None and isinstance(result.data, list) else []
+    for p in [p for p in data if isinstance(p, Passage)][:MAX_PASSAGES]:
         groups.setdefault((p.source, p.section), (formatted_context.reference_of(p), []))[1].append(p)
     return list(groups.values())
 
@@ -78,7 +82,7 @@ def knowledge_answer(result: ToolResult | None, prompts: "PromptSet") -> str:
     return "\n".join(lines)
 
 
-class KnowledgeCapability:
+class KnowledgeCapability(Capability):
     name = "knowledge"
     kind = "knowledge"
     description = ("a question the organisation's documents could answer (policies, eligibility, rates, payments, "
@@ -86,18 +90,15 @@ class KnowledgeCapability:
                    "documents' own abbreviations and codes.")
 
     def __init__(self, runtime: "Runtime", collection: str | None = None) -> None:
-        self.runtime = runtime
+        super().__init__(runtime)
         self.collection = collection  # None: the default collection (settings.collection)
         self._tool = make_tool(runtime, collection=collection)
 
     def tools(self) -> list[Tool]:
         return [self._tool]
 
-    def claims(self, text: str) -> bool:
-        return False
-
-    def anchored(self, text: str) -> bool:
-        return True
+    def bound(self, collection: str | None) -> "KnowledgeCapability":
+        return self if collection == self.collection else KnowledgeCapability(self.runtime, collection)
 
     async def unplaced(self, text: str) -> str:
         return text
@@ -133,13 +134,12 @@ class KnowledgeCapability:
 
         return await vocabulary(self.runtime, self.collection)
 
-    def commands(self) -> list[Command]:
-        return []
-
-    async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
-        raise KeyError(name)
-
     def eval_sections(self) -> dict[str, EvalSection]:
         from agent.evaluation import conversations, retrieval
 
         return {"retrieval": retrieval.Section(), "conversations": conversations.Section()}
+
+
+def register(r: "Registrar") -> None:
+    """askdesk's own knowledge base, registered as any capability plug-in is (pyproject.toml)."""
+    r.capability(KnowledgeCapability)

@@ -3,6 +3,8 @@ run before the first model call, its answer without a model, its command and eva
 
 `registry_capabilities(runtime)` gives one per declaration of the deployment (ASKDESK_REGISTRIES
 and `<data_dir>/registries/*.yaml`); adding a registry is a YAML file and a CSV, no Python.
+Registered as a capability plug-in whose `build` is that factory; the registry engine (its
+parser, gazetteers) is imported only when a registry is declared.
 """
 
 from __future__ import annotations
@@ -10,14 +12,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent.capabilities.base import Command, CommandResult, EvalSection, Found, RecordView, SearchOnly
-from agent.registry.evaluation import RegistryEvalSection
-from agent.registry.extraction import fill_unplaced
-from agent.registry.loader import build_registries
-from agent.registry.results import RegistryResults
+from agent.capabilities.base import Capability, Command, CommandResult, EvalSection, Found, RecordView, SearchOnly
 from agent.tools.registry_search import make_registry_tool
 
 if TYPE_CHECKING:
+    from agent.config import Settings
+    from agent.plugins import Registrar
     from agent.prompts import PromptSet
     from agent.providers.base import Model
     from agent.registry.declaration import Declaration
@@ -28,15 +28,37 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class RegistryCapability:
+class RegistryCapability(Capability):
+    name = "registries"  # the plug-in's; each instance is named by its declaration
     kind = "registry"
+    description = "the registries declared in YAML (one capability each)"
+
+    @classmethod
+    def build(cls, runtime: "Runtime | None", settings: "Settings") -> list[Capability]:
+        """One per declared registry (DeclarationError at start-up for a broken one); none
+        declared: the registry engine is not even imported."""
+        if runtime is None:
+            return []
+        from agent.registry.loader import declaration_paths
+
+        if not declaration_paths(runtime.settings):
+            return []  # none declared: the registry engine (its parser, gazetteers) is not even imported
+        from agent.prompts import load_prompts
+
+        # the extraction prompt of an edited prompts folder; None: the packaged one
+        prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else None
+        return list(registry_capabilities(runtime, prompts))
 
     def __init__(self, registry: "Registry", prompts: "PromptSet | None" = None) -> None:
+        super().__init__(registry.runtime)
         self.registry = registry
         self.name = registry.name
         self.description = registry.decl.description
         self.prompts = prompts  # for the extraction prompt (default: the packaged prompts)
         self._tool = make_registry_tool(registry)
+        # what a message must hold for `claims` to be asked (agent/registry/cue.py): the
+        # understanding layer tests it first, so a message without it runs (and loads) no parser
+        self.cue = registry.cue
 
     def tools(self) -> list["Tool"]:
         return [self._tool]
@@ -66,6 +88,8 @@ class RegistryCapability:
             log.warning("%s query parse failed: %s", self.name, type(exc).__name__)
             arguments: dict[str, Any] = {"query": query}
         else:
+            from agent.registry.extraction import fill_unplaced
+
             parsed = await fill_unplaced(self.registry, model, query, parsed, self.prompts)
             arguments = parsed.args.model_dump(exclude_none=True, exclude_defaults=True)
         result = await self._tool(arguments)
@@ -79,6 +103,8 @@ class RegistryCapability:
 
     def records(self, found: Found | None) -> list[RecordView]:
         """What a turn's search found, as surfaces show records (empty for another capability's)."""
+        from agent.registry.results import RegistryResults
+
         data = found.result.data if found is not None else None
         if not isinstance(data, RegistryResults) or data.registry != self.name:
             return []
@@ -90,10 +116,14 @@ class RegistryCapability:
     async def run_command(self, name: str, text: str, *, model: "Model | None" = None) -> CommandResult:
         if name != self.registry.decl.command.name:
             raise ValueError(f"registry {self.name!r} has no command {name!r}")
-        result, _ = await self.registry.commands.run(text, model=model, prompts=self.prompts)
+        from agent.registry.command import CommandRunner
+
+        result, _ = await CommandRunner(self.registry).run(text, model=model, prompts=self.prompts)
         return result
 
     def eval_sections(self) -> dict[str, EvalSection]:
+        from agent.registry.evaluation import RegistryEvalSection
+
         return {self.name: RegistryEvalSection(self.registry)}
 
 
@@ -106,4 +136,11 @@ def declared_command(decl: "Declaration") -> Command:
 
 def registry_capabilities(runtime: "Runtime", prompts: "PromptSet | None" = None) -> list[RegistryCapability]:
     """The deployment's registries as capabilities (DeclarationError when one is broken)."""
+    from agent.registry.loader import build_registries
+
     return [RegistryCapability(registry, prompts) for registry in build_registries(runtime)]
+
+
+def register(r: "Registrar") -> None:
+    """askdesk's registries, registered as any capability plug-in is (pyproject.toml)."""
+    r.capability(RegistryCapability)

@@ -17,6 +17,7 @@ from typing import Any
 from agent.capabilities.base import Found
 from agent.evaluation.retrieval import hit_rank
 from agent.knowledge.fused import search_fused
+from agent.understanding.route import Clarify, Use
 from agent.messages import ChatMessage
 from agent.tools.base import ToolResult
 
@@ -43,10 +44,15 @@ async def evaluate(items: list[dict], service: Any, *, top_k: int) -> dict[str, 
             question = str(turn["question"])
             route = await service.route(question, history)
             label = f"{conv['id']}#{turn_no}"
-            queries[label] = " || ".join([route.query, *(q for q, _ in route.also)])
-            searches = [(route.query, 1.0), *route.also]  # the router's fused searches (a follow-up in its thread)
-            passages = (await search_fused(service.runtime, searches, top_k=top_k)
-                        if route.name in ("knowledge", "clarify") else [])
+            match route:
+                case Use(capability=capability, query=query, also=also) if capability.kind == "knowledge":
+                    searches = [(query, 1.0), *also]  # the router's fused searches (a follow-up in its thread)
+                case Clarify():  # asked back: what the documents hold for the message as written
+                    searches = [(question, 1.0)]
+                case _:
+                    searches = []
+            queries[label] = " || ".join(q for q, _ in searches) or question
+            passages = await search_fused(service.runtime, searches, top_k=top_k) if searches else []
             if hit_rank(passages, list(turn.get("must_contain") or [])) is not None:
                 hits += 1
             else:

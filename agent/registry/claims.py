@@ -5,43 +5,23 @@ such phrase, a noun AND a criterion ("which offices have a nursing room?") or tw
 ("computer labs open 24 hours").
 
 This is the pre-filter's rule for a registry; the understanding layer may still veto a message
-that asks the documents about amounts or rules ("how much does a daycare in Houston get?").
+that asks the documents about amounts or rules ("how much does a daycare in Houston get?"). The
+registry's cue (cue.py) is tested first: what it does not match, this rule never claims.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 from agent.accents import fold, phrases_re
+from agent.registry.cue import place_phrase_re
 from agent.registry.declaration import Declaration
 from agent.registry.parsing.parser import QueryParser
-from agent.registry.parsing.spec import _alts
 from agent.registry.words import GenericWords
 
 
 def normalize(text: str) -> str:
     return unicodedata.normalize("NFC", " ".join(text.split()))
-
-
-def place_phrase_re(decl: Declaration, words: GenericWords) -> re.Pattern | None:
-    pieces: list[str] = []
-    if any(p.level == "zip" for p in decl.places.values()):
-        pieces.append(r"\b\d{5}\b")
-    if decl.geo:
-        pieces += [r"\bwithin \d+(\.\d+)? ?(mi|miles?|km)\b", r"\bnear (me|\w+)"]
-    for place in decl.places.values():
-        if place.suffix and place.level != "zip":
-            names = _alts([place.suffix.lower(), *(a.lower() for a in place.abbreviations)])
-            pieces.append(r"\b[A-Z][a-z]+ (" + names + r")\b")
-    units = [u for n in decl.numbers.values() for u in (*n.words.units, *n.words.names)]
-    if units:
-        pieces.append(r"\b\d+\+? (" + _alts(units) + r")\b")
-    if decl.hours:
-        pieces.append(r"\bopen (by|until|till|at) \d")
-    if decl.places or decl.geo:
-        pieces.append(words.place_marker_re())
-    return re.compile("(" + "|".join(pieces) + ")") if pieces else None
 
 
 class Claims:

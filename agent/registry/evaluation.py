@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent.registry.command import CommandRunner
+
 if TYPE_CHECKING:
     from agent.registry.registry import Registry
 
@@ -27,7 +29,7 @@ class RegistryEvalSection:
         passed = 0
         for i, item in enumerate(items):
             expected = {str(x) for x in item.get("expected") or []}
-            result, results = await registry.commands.run(str(item.get("query", "")))
+            result, results = await CommandRunner(registry).run(str(item.get("query", "")))
             got = {r.id for r in result.records}
             if got == expected:
                 passed += 1

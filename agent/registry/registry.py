@@ -16,23 +16,20 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
 from agent import sidecar
 from agent.registry.arguments import MAX_RESULTS, build_args_model
-from agent.registry.claims import Claims
-from agent.registry.command import CommandRunner
+from agent.registry.cue import registry_cue
 from agent.registry.declaration import Declaration
 from agent.registry.filters import Resolver
 from agent.registry.format import Formatter
 from agent.registry.gazetteer import Gazetteer
 from agent.registry.geocoder import Geocoder
 from agent.registry.ingest import IngestReport, ingest_rows
-from agent.registry.parsing.index import PlaceIndex
-from agent.registry.parsing.parser import ParsedQuery, QueryParser
-from agent.registry.parsing.spec import ParserSpec
 from agent.registry.places import KnownPlaces, PlaceLevels
 from agent.registry.records import ParsedRows, RecordSchema
 from agent.registry.results import RegistryResults
@@ -43,6 +40,10 @@ from agent.registry.words import GenericWords, load_generic_words
 
 if TYPE_CHECKING:
     from agent.knowledge.embedders import Embedder
+    from agent.registry.claims import Claims
+    from agent.registry.parsing.index import PlaceIndex
+    from agent.registry.parsing.parser import ParsedQuery, QueryParser
+    from agent.registry.parsing.spec import ParserSpec
     from agent.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class _Places:
     exists: bool
     checked: float
     known: KnownPlaces
-    index: PlaceIndex
+    index: "PlaceIndex"
 
 
 def make_gazetteer(decl: Declaration, schema: RecordSchema) -> Gazetteer | None:
@@ -82,16 +83,35 @@ class Registry:
         self.gazetteer = gazetteer if gazetteer is not None and built is not None \
             and gazetteer.signature() == built.signature() else built
         self.args_model = build_args_model(decl)
-        self.spec = ParserSpec(decl, self.words)
-        self.parser = QueryParser(self.spec, self.args_model)
         self.formatter = Formatter(self.schema)
         self.views = Views(self.formatter)
-        self.claims = Claims(decl, self.words, self.parser)
-        self.commands = CommandRunner(self)
+        self.cue = registry_cue(decl, self.words)  # what a message must hold for `claims` to be asked
         self.searcher = Searcher(runtime, decl, self.collection)
         self._places: _Places | None = None
         self._loading = asyncio.Lock()
         self._reading: asyncio.Task | None = None  # places read in the background
+
+    # --- the parser, built on first use: a process whose messages never hold the registry's cue
+    # (a knowledge base's questions) does not even import it (agent/registry/parsing/) ---------
+    @cached_property
+    def spec(self) -> "ParserSpec":
+        from agent.registry.parsing.spec import ParserSpec
+
+        return ParserSpec(self.decl, self.words)
+
+    @cached_property
+    def parser(self) -> "QueryParser":
+        from agent.registry.parsing.parser import QueryParser
+
+        return QueryParser(self.spec, self.args_model)
+
+    @cached_property
+    def claims(self) -> "Claims":
+        """The pre-filter's rule: the wording makes a message a search of this registry (test
+        `cue` first: what it does not match, this never claims)."""
+        from agent.registry.claims import Claims
+
+        return Claims(self.decl, self.words, self.parser)
 
     # --- places --------------------------------------------------------------------------
     async def places(self) -> _Places:
@@ -120,6 +140,8 @@ class Registry:
             return self._keep(version, meta is not None, known)
 
     def _keep(self, version: Any, exists: bool, known: KnownPlaces) -> _Places:
+        from agent.registry.parsing.index import PlaceIndex
+
         index = PlaceIndex(known, self.levels, self.gazetteer, self.decl.place_aliases, self.spec.filler)
         self._places = _Places(version, exists, time.monotonic(), known, index)
         return self._places
@@ -191,7 +213,7 @@ class Registry:
         meta = await self.runtime.store.collection_metadata(self.collection)
         return KnownPlaces.from_records(self.levels, []) if meta is None else self._saved(meta.get(VERSION_KEY), meta)
 
-    async def parse(self, text: str) -> ParsedQuery:
+    async def parse(self, text: str) -> "ParsedQuery":
         """The deterministic reading of `text` (see agent/registry/parsing/)."""
         return self.parser.parse(text, (await self.places()).index)
 

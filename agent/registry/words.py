@@ -83,6 +83,16 @@ class GenericWords(BaseModel):
         return frozenset(self.filler.split())
 
 
+def phrase_alts(phrases: list[str]) -> str:
+    """Plain phrases as a regex alternation; a space matches any run of spaces."""
+    return "|".join(re.escape(p.strip()).replace(r"\ ", r"\s+") for p in phrases if p.strip())
+
+
+def regex_alts(patterns: list[str]) -> str:
+    """Word patterns as one alternation; a literal space matches any run of spaces."""
+    return "|".join(p.replace(" ", r"\s+") for p in patterns)
+
+
 def alternatives(phrases: list[str]) -> str:
     """`phrases` (regex) as one alternation, each also as typed without accents, longest first."""
     return "|".join(sorted({p for phrase in phrases for p in (phrase, fold(phrase))}, key=len, reverse=True))

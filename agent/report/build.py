@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable
 
 from agent.report.clusters import Cluster, GapQuestion, cluster, normalise
 from agent.report.figures import Figures, figures
-from agent.state.base import StateStore, TurnRecord
+from agent.state.base import ReportSources, TurnRecord
 from agent.state.feedback import Feedback
 
 Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
@@ -100,7 +100,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-async def build_report(state: StateStore, since: datetime, *, embed: Embed | None = None,
+async def build_report(state: ReportSources, since: datetime, *, embed: Embed | None = None,
                        until: datetime | None = None) -> Report:
     """Read the period's records and compute the report; `embed` (texts → vectors) groups the gap
     questions, none leaves them ungrouped with a note."""

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.state.base import AnswerRecord, StateStore, StateUnavailable
+from agent.state.base import (
+    AnswerRecord,
+    AnswerRecords,
+    Askers,
+    Claims,
+    Escalations,
+    FeedbackLog,
+    Memory,
+    RateLimits,
+    ReportSources,
+    Retention,
+    StateStore,
+    StateUnavailable,
+    TurnLog,
+)
 from agent.state.guarded import Guarded
 
 if TYPE_CHECKING:
     from agent.config import Settings
 
-__all__ = ["AnswerRecord", "Guarded", "StateStore", "StateUnavailable", "open_state"]
+__all__ = ["AnswerRecord", "AnswerRecords", "Askers", "Claims", "Escalations", "FeedbackLog", "Guarded", "Memory",
+           "RateLimits", "ReportSources", "Retention", "StateStore", "StateUnavailable", "TurnLog", "open_state"]
 
 
 def open_state(settings: "Settings") -> Guarded:

@@ -1,11 +1,15 @@
-"""The state-store seam: everything replicas of askdesk must share, behind one protocol.
+"""The state-store seam: everything replicas of askdesk must share, as one protocol per role.
 
-Conversation memory (Teams, terminal), exactly-once claims on deliveries, per-user rate
-limits, feedback, the records feedback is stored with, and who asked in each Teams thread.
-Two backends implement it: SQLite (agent/state/sqlite.py, the embedded default, one file in
-the data dir) and PostgreSQL (agent/state/postgres.py, `ASKDESK_DATABASE_URL`), plus an
-in-process one for evaluation and benchmarks (agent/state/memory.py). One contract test
-suite (tests/test_state_contract.py) runs on all three.
+`Memory` (conversation memory: Teams, terminal), `Claims` (exactly once on deliveries),
+`RateLimits` (per user), `FeedbackLog` (👍/👎 and comments), `AnswerRecords` (what a delivered
+answer's buttons act on), `Askers` (who asked in each Teams thread), `TurnLog` (the report's
+questions), `Escalations` (questions passed to a person), `Retention` (forgetting by date);
+`Lifecycle` is its owner's. A caller takes the narrowest role it uses. A backend declares the
+roles it serves by subclassing them: SQLite (agent/state/sqlite.py, the embedded default, one
+file in the data dir) and PostgreSQL (agent/state/postgres.py, `ASKDESK_DATABASE_URL`), plus an
+in-process one for evaluation and benchmarks (agent/state/memory.py), each every role
+(`StateStore`). The contract tests (tests/test_state_contract.py) run per role, on every
+backend that serves it.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ PID = os.getpid()
 
 @dataclass(frozen=True)
 class AnswerRecord:
-    """What feedback on a delivered answer is stored with (the question only with store_text)."""
+    """What feedback on a delivered answer is stored with (the question only with store_text,
+    never for a private answer), and who asked it: the one person its buttons act for."""
 
     answer_id: str
     route: str
     sources: list[str] = field(default_factory=list)
     question: str | None = None
+    asker: str | None = None  # the asker's user id on the answer's surface
+    private: bool = False  # answered to the asker alone: no comment or escalation is kept for it
 
 
 Outcome = Literal["answered", "search_only", "unanswerable", "refused", "clarify", "command", "error"]
@@ -92,7 +99,9 @@ class StateUnavailable(Exception):
     """The state store cannot be reached (its message is one line, without secrets)."""
 
 
-class StateStore(Protocol):
+class Lifecycle(Protocol):
+    """Whoever owns a store opens and closes it (the service, a command)."""
+
     backend: str  # "sqlite" | "postgres" | "memory"
 
     async def open(self) -> None:
@@ -100,12 +109,19 @@ class StateStore(Protocol):
 
     async def close(self) -> None: ...
 
-    # conversation memory
+
+class Memory(Protocol):
+    """Conversation memory: a thread's history where the surface keeps none (Teams, terminal)."""
+
     async def load(self, surface: str, thread_id: str) -> Conversation: ...
 
     async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None: ...
 
-    # exactly once
+
+class Claims(Protocol):
+    """Exactly once: which process answers a delivery (a Slack event, a Teams activity) retried
+    or seen by several replicas."""
+
     async def claim(self, key: str, ttl_s: float, *, settled: bool = False) -> bool:
         """True when this process now holds `key`: nobody held it, or its claim expired, or its
         holder died before settling it. Settled claims hold until they expire."""
@@ -113,12 +129,23 @@ class StateStore(Protocol):
     async def settle(self, *keys: str) -> None:
         """The work behind these claims is done: no other process may take them over."""
 
-    # rate limits
+    async def abandoned(self, prefix: str) -> list[str]:
+        """Unexpired claims starting with `prefix` that were never settled and whose holder is
+        gone (killed mid-work): what another process may take over (`claim` grants them) and
+        finish, such as closing a Slack stream left open (bot/slack/reply.py)."""
+
+
+class RateLimits(Protocol):
+    """Per-user rate limits, counted across replicas."""
+
     async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
         """Count a question of `user_id`: 0 when within `limit` per `window_s` (and counted),
         else the seconds until the oldest counted one leaves the window (not counted)."""
 
-    # feedback and what it is stored with
+
+class FeedbackLog(Protocol):
+    """👍/👎 on answers, and what a person wrote with them."""
+
     async def add_feedback(self, item: Feedback) -> None: ...
 
     async def recent_feedback(self, limit: int = 100) -> list[Feedback]: ...
@@ -129,6 +156,11 @@ class StateStore(Protocol):
     async def feedback(self, since: datetime) -> list[Feedback]:
         """Feedback given at or after `since`, oldest first (the knowledge-gap report)."""
 
+
+class AnswerRecords(Protocol):
+    """What a delivered answer's buttons act on: its route, sources, question (with
+    store_text), asker and privacy, found by its id or by the message that carried it."""
+
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None: ...
 
@@ -136,18 +168,27 @@ class StateStore(Protocol):
 
     async def answer_by_message(self, conversation: str, message_id: str) -> AnswerRecord | None: ...
 
-    # who asked in a Teams reply chain
+
+class Askers(Protocol):
+    """Who asked in a Teams reply chain (the first asker keeps the thread)."""
+
     async def remember_asker(self, conversation: str, asker: str) -> None:
         """The bot answered `asker` in `conversation` (the first asker keeps the thread)."""
 
     async def asker(self, conversation: str) -> str | None: ...
 
-    # the knowledge-gap report's turns
+
+class TurnLog(Protocol):
+    """The questions asked and how each ended: the knowledge-gap report's rows."""
+
     async def record_turn(self, turn: TurnRecord) -> None: ...
 
     async def turns(self, since: datetime) -> list[TurnRecord]: ...
 
-    # escalations to a person
+
+class Escalations(Protocol):
+    """Questions passed to a person, and the first person's reply."""
+
     async def save_escalation(self, item: Escalation) -> None:
         """Insert or replace (by id)."""
 
@@ -162,7 +203,23 @@ class StateStore(Protocol):
 
     async def escalations(self, since: datetime) -> list[Escalation]: ...
 
-    # retention
+
+class Retention(Protocol):
+    """Forgetting what people wrote, by date (`askdesk report --forget-before`, retention_days)."""
+
     async def forget_before(self, when: datetime) -> dict[str, int]:
         """Delete what people wrote or asked before `when` (conversation messages, turns,
         feedback, escalations): the number of rows of each."""
+
+
+class ReportSources(TurnLog, FeedbackLog, Escalations, Protocol):
+    """What the knowledge-gap report reads (agent/report/)."""
+
+
+ROLES: tuple[type, ...] = (Memory, Claims, RateLimits, FeedbackLog, AnswerRecords, Askers, TurnLog, Escalations,
+                           Retention)
+
+
+class StateStore(Lifecycle, Memory, Claims, RateLimits, FeedbackLog, AnswerRecords, Askers, TurnLog, Escalations,
+                 Retention, Protocol):
+    """Every role: what a deployment's store serves (its owner opens, closes and hands out roles)."""

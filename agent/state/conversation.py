@@ -7,7 +7,6 @@ terminal keep it in the state store, keyed by surface + thread id.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from agent.messages import ChatMessage
 
@@ -51,11 +50,3 @@ class Conversation:
 
     def trimmed(self, budget_chars: int) -> list[ChatMessage]:
         return trim_history(self.messages, budget_chars)
-
-
-class ConversationStore(Protocol):
-    """The part of the state store a turn reads and writes."""
-
-    async def load(self, surface: str, thread_id: str) -> Conversation: ...
-
-    async def append(self, surface: str, thread_id: str, messages: list[ChatMessage]) -> None: ...

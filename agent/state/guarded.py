@@ -23,7 +23,9 @@ log = logging.getLogger("askdesk.state")
 T = TypeVar("T")
 
 
-class Guarded:
+class Guarded(StateStore):
+    """Every role of `inner`, each failure of a turn's call turned into its fallback."""
+
     def __init__(self, inner: StateStore) -> None:
         self.inner = inner
         self.backend = inner.backend
@@ -61,6 +63,9 @@ class Guarded:
 
     async def settle(self, *keys: str) -> None:
         await self._safe("settling a delivery", self.inner.settle(*keys), None)
+
+    async def abandoned(self, prefix: str) -> list[str]:
+        return await self._safe("reading abandoned claims", self.inner.abandoned(prefix), [])
 
     async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
         return await self._safe("counting a question", self.inner.rate_hit(user_id, limit, window_s), 0.0)

@@ -12,14 +12,16 @@ from collections import deque
 from cachetools import LRUCache, TTLCache
 
 from agent.messages import ChatMessage
-from agent.state.base import AnswerRecord, Escalation, TurnRecord, utcnow
+from agent.state.base import AnswerRecord, Escalation, StateStore, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 
 KEPT = 50_000
 
 
-class MemoryState:
+class MemoryState(StateStore):
+    """Every role (agent/state/base.py), for one process."""
+
     backend = "memory"
 
     def __init__(self, *, max_messages: int = 50) -> None:
@@ -62,6 +64,9 @@ class MemoryState:
         for key in keys:
             if key in self._claims:
                 self._claims[key] = (self._claims[key][0], True)
+
+    async def abandoned(self, prefix: str) -> list[str]:
+        return []  # one process: a holder that is gone took this store with it
 
     async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
         now = time.monotonic()

@@ -117,6 +117,16 @@ MIGRATIONS += (
     )),
 )
 
+MIGRATIONS += (
+    Migration(5, "answer records: who asked, and whether the answer was private", sqlite=(
+        "ALTER TABLE answer_records ADD COLUMN asker TEXT",
+        "ALTER TABLE answer_records ADD COLUMN is_private INTEGER NOT NULL DEFAULT 0",
+    ), postgres=(
+        "ALTER TABLE answer_records ADD COLUMN asker TEXT",
+        "ALTER TABLE answer_records ADD COLUMN is_private BOOLEAN NOT NULL DEFAULT FALSE",
+    )),
+)
+
 LATEST = MIGRATIONS[-1].version
 
 

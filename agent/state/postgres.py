@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord, Escalation, StateUnavailable, TurnRecord, utcnow
+from agent.state.base import OWNER, AnswerRecord, Escalation, StateStore, StateUnavailable, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import LOCK_SPACE, migrate_postgres
@@ -47,7 +47,9 @@ def where(url: str) -> str:
     return f"{host}:{parts.port or 5432}{parts.path or ''}"
 
 
-class PostgresState:
+class PostgresState(StateStore):
+    """Every role (agent/state/base.py), shared by the replicas of one database."""
+
     backend = "postgres"
 
     def __init__(self, url: str, *, max_messages: int = 50, pool_size: int = 10, timeout: float = 5.0,
@@ -170,6 +172,14 @@ class PostgresState:
             await self._execute("UPDATE claims SET settled = TRUE WHERE key = ANY($1::text[]) AND owner = $2",
                                 list(keys), OWNER)
 
+    async def abandoned(self, prefix: str) -> list[str]:
+        rows = await self._fetch(
+            f"SELECT key FROM claims WHERE starts_with(key, $1) AND NOT settled AND expires > {NOW} "
+            "AND owner <> $2 AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = $3::oid AND objid = claims.owner::oid AND objsubid = 2) ORDER BY key",
+            prefix, OWNER, LOCK_SPACE)
+        return [r["key"] for r in rows]
+
     # ----------------------------------------------------------------- rate limits
     async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
         await self._sweeper.maybe()
@@ -205,20 +215,22 @@ class PostgresState:
     async def remember_answer(self, record: AnswerRecord, *, conversation: str | None = None,
                               message_id: str | None = None) -> None:
         await self._execute(
-            "INSERT INTO answer_records (answer_id, route, sources, question, conversation, message_id, created) "
-            f"VALUES ($1, $2, $3, $4, $5, $6, {NOW}) ON CONFLICT (answer_id) DO UPDATE SET route = EXCLUDED.route, "
-            "sources = EXCLUDED.sources, question = EXCLUDED.question, conversation = EXCLUDED.conversation, "
-            "message_id = EXCLUDED.message_id, created = EXCLUDED.created",
-            record.answer_id, record.route, json.dumps(record.sources), record.question, conversation, message_id)
+            "INSERT INTO answer_records (answer_id, route, sources, question, conversation, message_id, created, asker,"
+            f" is_private) VALUES ($1, $2, $3, $4, $5, $6, {NOW}, $7, $8) ON CONFLICT (answer_id) DO UPDATE SET "
+            "route = EXCLUDED.route, sources = EXCLUDED.sources, question = EXCLUDED.question, "
+            "conversation = EXCLUDED.conversation, message_id = EXCLUDED.message_id, created = EXCLUDED.created, "
+            "asker = EXCLUDED.asker, is_private = EXCLUDED.is_private",
+            record.answer_id, record.route, json.dumps(record.sources), record.question, conversation, message_id,
+            record.asker, record.private)
 
     async def answer_record(self, answer_id: str) -> AnswerRecord | None:
         return _record(await self._fetch(
-            "SELECT answer_id, route, sources, question FROM answer_records WHERE answer_id = $1", answer_id))
+            f"SELECT {RECORD_COLUMNS} FROM answer_records WHERE answer_id = $1", answer_id))
 
     async def answer_by_message(self, conversation: str, message_id: str) -> AnswerRecord | None:
         return _record(await self._fetch(
-            "SELECT answer_id, route, sources, question FROM answer_records WHERE conversation = $1 "
-            "AND message_id = $2 ORDER BY created DESC LIMIT 1", conversation, message_id))
+            f"SELECT {RECORD_COLUMNS} FROM answer_records WHERE conversation = $1 AND message_id = $2 "
+            "ORDER BY created DESC LIMIT 1", conversation, message_id))
 
     # ----------------------------------------------------------------- Teams thread askers
     async def remember_asker(self, conversation: str, asker: str) -> None:
@@ -298,9 +310,12 @@ class PostgresState:
         await self._execute(f"DELETE FROM answer_records WHERE created <= {NOW} - $1", RECORD_DAYS * 86400.0)
 
 
+RECORD_COLUMNS = "answer_id, route, sources, question, asker, is_private"
+
+
 def _record(rows: list) -> AnswerRecord | None:
     if not rows:
         return None
     r = rows[0]
     return AnswerRecord(answer_id=r["answer_id"], route=r["route"], sources=json.loads(r["sources"]),
-                        question=r["question"])
+                        question=r["question"], asker=r["asker"], private=bool(r["is_private"]))

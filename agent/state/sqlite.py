@@ -18,7 +18,7 @@ from pathlib import Path
 import aiosqlite
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord, Escalation, TurnRecord, utcnow
+from agent.state.base import OWNER, AnswerRecord, Escalation, StateStore, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import migrate_sqlite
@@ -46,7 +46,9 @@ async def _setup(db: aiosqlite.Connection) -> None:
     await migrate_sqlite(db)
 
 
-class SQLiteState:
+class SQLiteState(StateStore):
+    """Every role (agent/state/base.py), in one SQLite file."""
+
     backend = "sqlite"
 
     def __init__(self, path: Path, *, max_messages: int = 50, retention_days: int = 0) -> None:
@@ -113,6 +115,14 @@ class SQLiteState:
         for key in keys:
             await self._write("UPDATE claims SET settled = 1 WHERE key = ? AND owner = ?", (key, OWNER))
 
+    async def abandoned(self, prefix: str) -> list[str]:
+        # a key range, not LIKE: the primary key's index answers it (keys compare as bytes)
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else "\U0010ffff"
+        rows = await self._rows(
+            "SELECT key FROM claims WHERE key >= ? AND key < ? AND settled = 0 AND expires > ? "
+            "AND holder_gone(owner, pid) ORDER BY key", (prefix, upper, time.time()))
+        return [key for (key,) in rows]
+
     # ----------------------------------------------------------------- rate limits
     async def rate_hit(self, user_id: str, limit: int, window_s: float) -> float:
         await self._sweeper.maybe()
@@ -163,18 +173,17 @@ class SQLiteState:
                               message_id: str | None = None) -> None:
         await self._write(
             "INSERT OR REPLACE INTO answer_records (answer_id, route, sources, question, conversation, message_id,"
-            " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " created, asker, is_private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (record.answer_id, record.route, json.dumps(record.sources), record.question, conversation, message_id,
-             time.time()))
+             time.time(), record.asker, int(record.private)))
 
     async def answer_record(self, answer_id: str) -> AnswerRecord | None:
-        rows = await self._rows("SELECT answer_id, route, sources, question FROM answer_records WHERE answer_id = ?",
-                                (answer_id,))
+        rows = await self._rows(f"SELECT {RECORD_COLUMNS} FROM answer_records WHERE answer_id = ?", (answer_id,))
         return _record(rows)
 
     async def answer_by_message(self, conversation: str, message_id: str) -> AnswerRecord | None:
         rows = await self._rows(
-            "SELECT answer_id, route, sources, question FROM answer_records WHERE conversation = ? AND message_id = ? "
+            f"SELECT {RECORD_COLUMNS} FROM answer_records WHERE conversation = ? AND message_id = ? "
             "ORDER BY created DESC LIMIT 1", (conversation, message_id))
         return _record(rows)
 
@@ -261,8 +270,12 @@ def turn_of(r) -> TurnRecord:
                       overridden=bool(r[9]))
 
 
+RECORD_COLUMNS = "answer_id, route, sources, question, asker, is_private"
+
+
 def _record(rows: list) -> AnswerRecord | None:
     if not rows:
         return None
-    answer_id, route, sources, question = rows[0]
-    return AnswerRecord(answer_id=answer_id, route=route, sources=json.loads(sources), question=question)
+    answer_id, route, sources, question, asker, private = rows[0]
+    return AnswerRecord(answer_id=answer_id, route=route, sources=json.loads(sources), question=question,
+                        asker=asker, private=bool(private))

@@ -22,13 +22,17 @@ OLD_DIR = "qdrant"
 MIGRATED_DIR = "qdrant-local-mode.migrated"
 
 
+# The fields a knowledge collection indexes (agent/knowledge/store.py: INDEXED_FIELDS, which the
+# knowledge layer ensures again whenever it opens a collection for ingest), named here so that the
+# store layer imports nothing above it; tests/test_store_migration.py keeps the two the same.
+KNOWLEDGE_INDEXED = ("source", "lang", "file_hash", "version", "origin", "audience")
+
+
 def _indexes_for(payload: dict) -> dict[str, models.PayloadSchemaType]:
     """The payload indexes for this kind of collection: a knowledge collection's own; for a
     registry's, one per filterable value by its type (its next ingest adds what it declares)."""
-    from agent.knowledge.store import INDEXED_FIELDS
-
     if "chunk_index" in payload or "file_hash" in payload:
-        return {k: v for k, v in INDEXED_FIELDS.items() if k in payload}
+        return {k: models.PayloadSchemaType.KEYWORD for k in KNOWLEDGE_INDEXED if k in payload}
     types = models.PayloadSchemaType
     out: dict[str, models.PayloadSchemaType] = {}
     for key, value in payload.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from functools import cached_property
 from typing import Any
 
 from agent.turn.citations import Citations, MarkerFilter
@@ -38,11 +39,19 @@ class AnswerText:
 
     def __init__(self, sink: TextFn | None, citations: Citations | None = None) -> None:
         self.sink = sink
-        self.citations = citations or Citations()
+        self._citations = citations
         self.shown = ""
-        self._filter = MarkerFilter(self.citations)
         self._raw = ""  # the current model attempt's answer text consumed so far
         self._gap = ""  # paragraph break owed after a note, sent with the next text
+
+    # made when a model first writes: a search-only answer numbers no citations
+    @cached_property
+    def citations(self) -> Citations:
+        return self._citations if self._citations is not None else Citations()
+
+    @cached_property
+    def _filter(self) -> MarkerFilter:
+        return MarkerFilter(self.citations)
 
     async def on_partial(self, partial: Any) -> bool:
         """Provider callback: True once any answer text reached the user."""
@@ -70,7 +79,8 @@ class AnswerText:
 
     async def note(self, text: str) -> None:
         """An interruption: a note after what was shown; a following answer starts afresh."""
-        self._filter.reset()
+        if "_filter" in self.__dict__:  # a model wrote already
+            self._filter.reset()
         self._raw = ""
         await self._send(("\n\n" if self.shown and not self._gap else "") + text.strip())
         self._gap = "\n\n"

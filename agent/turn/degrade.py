@@ -18,6 +18,7 @@ from agent.prompts import PromptSet
 from agent.providers.base import ProviderConfigError, ProviderError
 from agent.tracing import Span
 from agent.turn.answer_stream import AnswerText
+from agent.understanding.route import Route, route_name
 
 log = logging.getLogger("askdesk.service")  # the turn's log, where the service writes it
 
@@ -36,11 +37,11 @@ def failure_apology(exc: BaseException, prompts: PromptSet, ref: str) -> str:
     return prompts.render("provider_error", ref=ref)
 
 
-def apology(exc: Exception, route_name: str | None, span: Span, prompts: PromptSet, *,
+def apology(exc: Exception, route: Route | None, span: Span, prompts: PromptSet, *,
             shown: bool = False) -> AnswerResult:
     """The turn's apology with a reference id; the log gets the error type (and stack for bugs),
-    never the message text (exception messages can quote it). `route_name`: the turn's, if
-    routed; `shown`: part of a streamed answer is already on screen (the apology says it is incomplete)."""
+    never the message text (exception messages can quote it). `route`: the turn's, if routed;
+    `shown`: part of a streamed answer is already on screen (the apology says it is incomplete)."""
     ref = uuid.uuid4().hex[:8]
     if isinstance(exc, (ProviderError, TimeoutError)):
         log.error("turn %s: model provider failed: %s (%s)", ref, type(exc).__name__, getattr(exc, "provider", ""))
@@ -52,7 +53,7 @@ def apology(exc: Exception, route_name: str | None, span: Span, prompts: PromptS
         log.error("turn %s failed: %s\n%s", ref, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
         message = prompts.render("internal_error", ref=ref)
     span.end(error=f"{ref}: {type(exc).__name__}")
-    return AnswerResult(answer=message, route=route_name or "knowledge")
+    return AnswerResult(answer=message, route=route_name(route) if route is not None else "knowledge")
 
 
 async def search_results_instead(exc: Exception, searched: AnswerResult, streamed: AnswerText,

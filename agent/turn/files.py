@@ -8,7 +8,8 @@ passages that best match the question before the model as an `attached_files` re
 of the knowledge base's. A message with files and no text asks about the files; one whose files
 are all unusable gets just the notes, never "your message is empty".
 
-The files stay with their thread for an hour (`ThreadFiles`, in this process's memory) so a
+The files stay with their thread for an hour (`ThreadFiles`, agent/turn/context.py: in this
+process's memory, shared by every collection's context) so a
 follow-up can ask more about them. A private question's files are used for its answer only.
 """
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import PurePosixPath
-
-from cachetools import TTLCache
 
 from agent.answers import AnswerResult, Attachment, FileProblem
 from agent.capabilities.base import Found
@@ -30,33 +29,11 @@ from agent.tools.base import ToolResult
 from agent.tools.formatted_context import format_passage, reference_of
 from agent.turn.context import TurnContext
 from agent.turn.state import Turn
-from agent.understanding.router import Route
+from agent.understanding.route import Clarify, Refuse, Route, Use, route_name
 
 log = logging.getLogger("askdesk.files")
 
 ATTACHED_TOOL = "attached_files"
-FILES_PER_THREAD = 5  # newest kept; an older file of the same name is replaced
-ROUTES_ABOUT_FILES = ("offtopic", "clarify")  # with files at hand, these become questions about them
-
-
-class ThreadFiles:
-    """Each thread's attached files (their text), for its follow-ups: at most `max_chars` of text
-    in all (least recently used threads go first), each thread's gone after `ttl` seconds."""
-
-    def __init__(self, max_chars: int = 20_000_000, ttl: float = 3600.0) -> None:
-        self._files: TTLCache[tuple[str, str], list[Document]] = TTLCache(
-            maxsize=max_chars, ttl=ttl, getsizeof=lambda docs: max(1, sum(len(d.text) for d in docs)))
-
-    def get(self, surface: str, thread_id: str) -> list[Document]:
-        return list(self._files.get((surface, thread_id), []))
-
-    def keep(self, surface: str, thread_id: str, documents: list[Document]) -> None:
-        names = {d.source for d in documents}
-        earlier = [d for d in self.get(surface, thread_id) if d.source not in names]
-        try:
-            self._files[(surface, thread_id)] = [*earlier, *documents][-FILES_PER_THREAD:]
-        except ValueError:  # more text than the whole cache holds: used for this turn only
-            self._files.pop((surface, thread_id), None)
 
 
 def file_problem(name: str, mimetype: str, size: int | None, settings: Settings) -> FileProblem | None:
@@ -135,7 +112,9 @@ async def attach(turn: Turn, ctx: TurnContext) -> None:
     documents, notes = await read_files(req.attachments, ctx.prompts, ctx.settings)
     if not turn.text:
         if not documents:  # only images, unreadable or refused files: the notes are the answer
-            turn.result = AnswerResult(answer="\n".join(notes) or ctx.prompts.render("empty_message"), route="clarify")
+            turn.route = Clarify("\n".join(notes) or ctx.prompts.render("empty_message"), decided_by="attachment",
+                                 reason="no attached file could be read")
+            turn.result = AnswerResult(answer=turn.route.question or "", route=route_name(turn.route))
             turn.remember = False
             return
         turn.text = ctx.prompts.text("file_question")
@@ -154,11 +133,13 @@ def about_files(route: Route, turn: Turn, ctx: TurnContext) -> Route:
     """A message the gate would refuse, ask to clarify or doubt is, with files at hand, about them."""
     if not turn.attached:
         return route
-    if route.name not in ROUTES_ABOUT_FILES:
-        route.borderline = False  # "may be outside our documents": not when the answer is in the file
-        return route
-    return Route(name=ctx.knowledge.name, query=turn.text, decided_by="attachment",
-                 reason="files are attached to the conversation", best_score=route.best_score)
+    match route:
+        case Refuse() | Clarify():
+            return Use(ctx.knowledge, turn.text, decided_by="attachment", reason="files are attached to the conversation",
+                       best_score=route.best_score)
+        case Use():
+            route.borderline = False  # "may be outside our documents": not when the answer is in the file
+    return route
 
 
 def with_files(turn: Turn, found: Found | None) -> Found | None:

@@ -1,9 +1,17 @@
 """The agent loop: structured steps through instructor, tools in parallel, a turn cap.
 
-Reads like the first openai-agents-python Runner: one small state dataclass, a while loop
-over tagged step results (tool calls / final answer), and a turn counter checked before
-every model call. Prefetched tool results (the router's search) are in the first prompt,
-so a plain knowledge answer needs a single agent call.
+Reads like openai-agents-python's Runner: one small state dataclass and a short while loop.
+Each model call returns a typed step (agent/turn/steps.py: tool calls or a final answer);
+processing it gives the typed next step, `FinalOutput` or `RunAgain`, and a turn counter is
+checked before every model call. Prefetched tool results (the router's search) are in the
+first prompt, so a plain knowledge answer needs a single agent call.
+
+A model's mistakes get one correction, like the Runner's ModelBehaviorError but answered once
+first: a step calling an unknown tool or passing arguments the tool's schema rejects gets tool
+results saying what was wrong and which tools and arguments exist (the step's good calls run).
+A second such step raises `ModelBehaviorError`, the turn cap `MaxTurnsExceeded`; both are
+`ProviderError`s, so the turn answers with the search results and their sources, as on every
+other model fault (agent/turn/degrade.py): a bad tool call never loses the search.
 
 Streaming: with an `AnswerText` whose sink is set, each step is streamed and the final
 answer's text reaches the sink as the model writes it (tool-call steps show nothing); the
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +31,7 @@ from typing import Any
 from agent.capabilities.base import Found
 from agent.messages import ChatMessage
 from agent.prompts import PromptSet
-from agent.providers.base import Model
+from agent.providers.base import Model, ProviderError
 from agent.references import Reference
 from agent.turn.steps import AgentStep, Citation, FinalAnswer, ToolCall, ToolCalls
 from agent.tools.base import ToolRegistry, ToolResult
@@ -32,10 +41,23 @@ from agent.turn.citations import Citations
 from agent.turn.state import ProgressFn
 
 
+log = logging.getLogger("askdesk.agent")
+
+
+class ModelBehaviorError(ProviderError):
+    """The model called an unknown tool or passed invalid arguments again after being told
+    once what exists. Its message says how many, never the model's text (it is logged)."""
+
+
+class MaxTurnsExceeded(ProviderError):
+    """The turn cap (ASKDESK_MAX_ITERATIONS) came before a final answer."""
+
+
 @dataclass
 class RunState:
     messages: list[ChatMessage]
     turn: int = 0
+    corrected: bool = False  # the model was told once about tool calls it got wrong
     tool_calls: list[str] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)  # everything tools returned, in order
     data: dict[str, list[Any]] = field(default_factory=dict)  # tool name -> what each call found
@@ -49,8 +71,23 @@ class LoopResult:
     confidence: float | None
     tool_calls: list[str]
     data: dict[str, list[Any]]
-    hit_cap: bool = False
     tool_seconds: float = 0.0
+    pending: list[ToolCall] = field(default_factory=list)  # calls that change something: the asker confirms first
+
+
+@dataclass
+class FinalOutput:
+    """The model answered: the run is over."""
+
+    result: LoopResult
+
+
+@dataclass
+class RunAgain:
+    """Tool results (or the errors of calls to correct) are in the conversation: call the model again."""
+
+
+NextStep = FinalOutput | RunAgain
 
 
 def resolve_references(citations: list[Citation], retrieved: list[Reference]) -> list[Reference]:
@@ -78,7 +115,10 @@ def _absorb(state: RunState, name: str, result: ToolResult) -> None:
         state.data.setdefault(name, []).append(result.data)
 
 
-async def _run_tool(registry: ToolRegistry, call: ToolCall, span: Span) -> ToolResult:
+async def _run_tool(registry: ToolRegistry, call: ToolCall, problem: str | None, span: Span) -> ToolResult:
+    """The call's result; a call the model got wrong does not run, its error goes back instead."""
+    if problem is not None:
+        return ToolResult(text=f"ERROR: {problem}")
     child = span.child(f"tool:{call.name}", "tool", {"arguments": call.arguments})
     result = await registry.run(call.name, call.arguments)
     child.end({"text": result.text, "references": len(result.references), "weak_evidence": result.weak_evidence})
@@ -108,21 +148,15 @@ async def run_agent(
     tool_specs: list[dict[str, Any]] | None = None,
     answer: AnswerText | None = None,
 ) -> LoopResult:
-    """Run steps until a final answer or the turn cap; a ProviderError propagates to the turn
-    (the turn's ledger has counted every call, see agent/turn/state.py).
+    """Run steps until a final answer. Raises a ProviderError when no answer comes: the
+    model's (the turn's ledger has counted every call, see agent/turn/state.py), a second step
+    of tool calls to correct (`ModelBehaviorError`), or the turn cap (`MaxTurnsExceeded`).
 
     `found`: what the route's capability found before the first model call (in the prompt).
     `tool_specs`: the registry's schemas computed once by the caller (pydantic's JSON-schema
     generation is the most expensive step of a turn outside the model).
     `answer`: where the answer text goes (streamed token by token when its sink is set)."""
     answer = answer or AnswerText(None, Citations())
-    citations = answer.citations
-    streaming = answer.sink is not None
-
-    async def interrupted(error: Exception, more: bool) -> None:
-        if more:  # the last model's failure is the caller's to report
-            await answer.note(prompts.render("answer_interrupted"))
-
     system = prompts.render(
         "agent",
         domain=domain,
@@ -132,78 +166,106 @@ async def run_agent(
         max_iterations=max_iterations,
     )
     state = RunState(messages=[ChatMessage(role="system", content=system), *history,
-                               *found_messages(found, citations), ChatMessage(role="user", content=question)])
+                               *found_messages(found, answer.citations), ChatMessage(role="user", content=question)])
     for f in found:
         _absorb(state, f.tool, f.result)
 
     while True:
         if state.turn >= max_iterations:
-            return _capped(state, await answer.end_with(prompts.render("iteration_cap")))
+            raise MaxTurnsExceeded(f"no final answer within {max_iterations} agent steps")
         state.turn += 1
-        messages = state.messages
-        if state.turn == max_iterations and state.turn > 1:
-            # the cap is next: ask for the answer instead of another round of tools
-            messages = [*messages, ChatMessage(role="user", content=prompts.render("last_step"))]
-        child = span.child(f"agent model #{state.turn}", "llm", {"messages": [m.model_dump() for m in messages]})
-        try:
-            if streaming:
-                completion = await model.stream(messages, AgentStep, on_partial=answer.on_partial,
-                                                on_interrupt=interrupted)
-            else:
-                completion = await model.complete(messages, AgentStep)
-        except Exception as exc:
-            child.end(error=str(exc))
-            raise
-        step = completion.output.step
-        child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
-
+        step = await _model_step(model, state, prompts, max_iterations, answer, span)
         if isinstance(step, FinalAnswer):
-            text = await answer.finish(step.answer)
-            return LoopResult(
-                answer=text,
-                references=list(citations.cited) or resolve_references(step.references, state.references),
-                confidence=step.confidence,
-                tool_calls=state.tool_calls,
-                data=state.data,
-                tool_seconds=state.tool_seconds,
-            )
+            next_step: NextStep = FinalOutput(await _final(step, state, answer))
+        else:
+            next_step = await _run_tools(step, state, registry, answer.citations, progress, span)
+        if isinstance(next_step, FinalOutput):
+            return next_step.result
 
-        assert isinstance(step, ToolCalls)
-        await _announce(registry, step, progress)
-        started = time.perf_counter()
-        results = await asyncio.gather(*(_run_tool(registry, call, span) for call in step.calls))
-        state.tool_seconds += time.perf_counter() - started
-        state.messages.append(ChatMessage(
-            role="assistant",
-            content=json.dumps({"tool_calls": [c.model_dump() for c in step.calls]}, ensure_ascii=False),
-        ))
-        for call, result in zip(step.calls, results):
+
+async def _model_step(model: Model, state: RunState, prompts: PromptSet, max_iterations: int,
+                      answer: AnswerText, span: Span) -> ToolCalls | FinalAnswer:
+    """One model call (streamed when the answer has a sink); its failure propagates."""
+    messages = state.messages
+    if state.turn == max_iterations and state.turn > 1:
+        # the cap is next: ask for the answer instead of another round of tools
+        messages = [*messages, ChatMessage(role="user", content=prompts.render("last_step"))]
+
+    async def interrupted(error: Exception, more: bool) -> None:
+        if more:  # the last model's failure is the caller's to report
+            await answer.note(prompts.render("answer_interrupted"))
+
+    child = span.child(f"agent model #{state.turn}", "llm", {"messages": [m.model_dump() for m in messages]})
+    try:
+        if answer.sink is not None:
+            completion = await model.stream(messages, AgentStep, on_partial=answer.on_partial,
+                                            on_interrupt=interrupted)
+        else:
+            completion = await model.complete(messages, AgentStep)
+    except Exception as exc:
+        child.end(error=str(exc))
+        raise
+    step = completion.output.step
+    child.end({"kind": step.kind, "step": step.model_dump(), "usage": completion.usage.model_dump()})
+    return step
+
+
+async def _final(step: FinalAnswer, state: RunState, answer: AnswerText) -> LoopResult:
+    text = await answer.finish(step.answer)
+    return LoopResult(
+        answer=text,
+        references=list(answer.citations.cited) or resolve_references(step.references, state.references),
+        confidence=step.confidence,
+        tool_calls=state.tool_calls,
+        data=state.data,
+        tool_seconds=state.tool_seconds,
+    )
+
+
+async def _run_tools(step: ToolCalls, state: RunState, registry: ToolRegistry, citations: Citations,
+                     progress: ProgressFn | None, span: Span) -> NextStep:
+    """Run the step's calls in parallel and put their results in the conversation. Calls the
+    model got wrong (unknown tool, invalid arguments) are told once what exists; a second step
+    with such calls ends the run (`ModelBehaviorError`). A step calling a tool that changes
+    something runs nothing: the run ends with those calls for the asker to confirm."""
+    problems = [registry.problem(call.name, call.arguments) for call in step.calls]
+    pending = [c for c, problem in zip(step.calls, problems) if problem is None and registry.changes(c.name)]
+    if pending:
+        return FinalOutput(LoopResult(answer="", references=[], confidence=None, tool_calls=state.tool_calls,
+                                      data=state.data, tool_seconds=state.tool_seconds, pending=pending))
+    wrong = sum(problem is not None for problem in problems)
+    if wrong:
+        if state.corrected:
+            raise ModelBehaviorError(f"agent step {state.turn}: {wrong} of {len(step.calls)} tool call(s) "
+                                     "named an unknown tool or had invalid arguments, after one correction",
+                                     retryable=False)
+        state.corrected = True
+        log.info("agent step %d: %d of %d tool call(s) named an unknown tool or had invalid arguments; "
+                 "the model is told once", state.turn, wrong, len(step.calls))
+    await _announce(registry, [c for c, problem in zip(step.calls, problems) if problem is None], progress)
+    started = time.perf_counter()
+    results = await asyncio.gather(*(_run_tool(registry, call, problem, span)
+                                     for call, problem in zip(step.calls, problems)))
+    state.tool_seconds += time.perf_counter() - started
+    state.messages.append(ChatMessage(
+        role="assistant",
+        content=json.dumps({"tool_calls": [c.model_dump() for c in step.calls]}, ensure_ascii=False),
+    ))
+    for call, problem, result in zip(step.calls, problems, results):
+        if problem is None:
             _absorb(state, call.name, result)
-            state.messages.append(ChatMessage(role="tool", name=call.name,
-                                              content=citations.number(result.text, result.documents)))
+        state.messages.append(ChatMessage(role="tool", name=call.name,
+                                          content=citations.number(result.text, result.documents)))
+    return RunAgain()
 
 
-async def _announce(registry: ToolRegistry, step: ToolCalls, progress: ProgressFn | None) -> None:
+async def _announce(registry: ToolRegistry, calls: list[ToolCall], progress: ProgressFn | None) -> None:
     if progress is None:
         return
     seen: list[str] = []
-    for call in step.calls:
+    for call in calls:
         tool = registry.tools.get(call.name)
         if tool is not None and tool.progress not in seen:
             seen.append(tool.progress)
     for line in seen:
         await progress(line)
-
-
-def _capped(state: RunState, text: str) -> LoopResult:
-    """The cap ended the run without a final answer: say so, and keep what was found."""
-    return LoopResult(
-        answer=text,
-        references=state.references[:5],
-        confidence=None,
-        tool_calls=state.tool_calls,
-        data=state.data,
-        hit_cap=True,
-        tool_seconds=state.tool_seconds,
-    )
-

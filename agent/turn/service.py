@@ -17,9 +17,10 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agent.audience import viewing
 from agent.answers import AnswerResult, AskRequest, FileProblem, Surface
 from agent.capabilities.base import Capabilities, Command, CommandResult
-from agent.capabilities.loader import load_registries
+from agent.capabilities.loader import load_capabilities
 from agent.config import Settings
 from agent.deadline import deadline, reserve
 from agent.messages import ChatMessage
@@ -32,13 +33,14 @@ from agent.tracing import NOOP, Tracer
 from agent.turn.answer_stream import AnswerText, TextFn
 from agent.turn.context import TurnContext
 from agent.turn.degrade import apology
-from agent.turn.files import ThreadFiles, file_problem
+from agent.turn.context import ThreadFiles
+from agent.turn.files import file_problem
 from agent.capabilities.retrieval import Retrieval
-from agent.turn.stages import STAGES, Stage, classify, read, recall
+from agent.turn.stages import CONFIRMED, STAGES, Stage, classify, input_problem, read, recall
 from agent.turn.state import CountedModel, Ledger, ProgressFn, Turn
 from agent.understanding.domain import domain_path, load_domain
 from agent.understanding.identity import Identities
-from agent.understanding.router import Route
+from agent.understanding.route import Route
 
 if TYPE_CHECKING:
     from agent.knowledge.learned import LearnedAnswer
@@ -67,7 +69,10 @@ class Askdesk:
         self._owns_runtime = owns_runtime
         self.domain = load_domain(domain_path(settings))  # a broken domain file fails at start-up
         self.identity = Identities(settings, self.domain, runtime, self.prompts)  # what askdesk says it is about
-        self.registries = load_registries(runtime, self.prompts)  # a broken declaration fails here
+        # every capability plug-in's, askdesk's knowledge base and registries included (a broken
+        # registry declaration fails here)
+        self.deployed = load_capabilities(runtime, settings)
+        self.registries = self.deployed.registries()
         self._contexts: dict[str | None, TurnContext] = {}
         self.files = ThreadFiles()  # each thread's attached files, for its follow-ups (never ingested)
         self.ready = True  # False from `starting()` until `warm_up()` has run (a server's /healthz)
@@ -98,7 +103,7 @@ class Askdesk:
             self._contexts[collection] = TurnContext.build(
                 settings=self.settings, runtime=self.runtime, prompts=self.prompts, models=self.models,
                 memory=self.state, identities=self.identity, domain=self.domain, collection=collection,
-                registries=self.registries, files=self.files)
+                capabilities=list(self.deployed), files=self.files)
         return self._contexts[collection]
 
     def starting(self) -> None:
@@ -124,13 +129,19 @@ class Askdesk:
         self.ready = True
         return took
 
+    def audiences_name_people(self) -> bool:
+        """Some knowledge source is limited to people by email or domain (agent/audience.py)."""
+        from agent.sources.config import audiences_name_people
+
+        return audiences_name_people(self.settings)
+
     def capabilities(self, collection: str | None = None) -> Capabilities:
         return self.context(collection).capabilities
 
     def input_problem(self, text: str, *, files: bool = False) -> str | None:
         """The note for an empty (without `files`) or too long message, else None (Slack asks
         first, to show it privately)."""
-        return self.context().input_problem(text, files=files)
+        return input_problem(self.context(), text, files=files)
 
     def file_problem(self, name: str, mimetype: str = "", size: int | None = None) -> FileProblem | None:
         """Why an attached file will not be read (an image, a type askdesk cannot read, over
@@ -142,20 +153,21 @@ class Askdesk:
                      on_text: TextFn | None = None) -> AnswerResult:
         ctx = self.context(req.collection)
         text = (req.text or "").strip()
-        turn = Turn(request=req, text=text, progress=progress,
+        span = NOOP
+        if input_problem(ctx, text, files=bool(req.attachments)) is None:
+            span = self.tracer.turn("askdesk turn", {"text": text},
+                                    metadata={"thread_id": req.thread_id, "surface": req.surface})
+        turn = Turn(request=req, text=text, progress=progress, span=span, retrieval=Retrieval(ctx.knowledge, span),
                     answer_text=AnswerText(on_text if self.settings.stream_answers else None))
-        if ctx.input_problem(text, files=bool(req.attachments)) is None:
-            turn.span = self.tracer.turn("askdesk turn", {"text": text},
-                                         metadata={"thread_id": req.thread_id, "surface": req.surface})
-        turn.retrieval = Retrieval(ctx.knowledge, turn.span)
         budget = self.settings.turn_timeout
-        try:
-            with deadline(budget - reserve(budget)):  # the rest is kept to answer without the models
-                for stage in self.stages:
+        try:  # every search of the turn sees only what its audience may (agent/audience.py)
+            with deadline(budget - reserve(budget)), viewing(None if req.audience is None else frozenset(req.audience)):
+                if ctx.provided is not None and self.models.agent is not None:
+                    await ctx.provided.ready()  # plug-in providers' tools (MCP servers), before the first prompt
+                for stage in (CONFIRMED if req.confirmation is not None else self.stages):
                     await stage(turn, ctx)
         except Exception as exc:
-            turn.result = apology(exc, turn.route.name if turn.route else None, turn.span, self.prompts,
-                                  shown=bool(turn.answer_text.shown))
+            turn.result = apology(exc, turn.route, turn.span, self.prompts, shown=bool(turn.answer_text.shown))
             turn.result.answer = await turn.answer_text.end_with(turn.result.answer)  # after any text already shown
             turn.span = NOOP
         result = turn.result
@@ -176,10 +188,10 @@ class Askdesk:
         """How a message would be routed in its thread, without answering it (evaluation)."""
         ctx = self.context(collection)
         turn = Turn(request=AskRequest(text=text, history=list(history or []), collection=collection), text=text.strip(),
-                    answer_text=AnswerText(None))
-        turn.retrieval = Retrieval(ctx.knowledge)
+                    answer_text=AnswerText(None), retrieval=Retrieval(ctx.knowledge))
         for stage in (recall, read, classify):
             await stage(turn, ctx)
+        assert turn.route is not None, "classification ended without a route"
         return turn.route
 
     async def _remember(self, req: AskRequest, text: str, result: AnswerResult) -> None:
@@ -215,13 +227,17 @@ class Askdesk:
 
     # ----------------------------------------------------------------- learned answers
     async def save_learned(self, *, key: str, question: str, answer: str, expert: str,
-                           when: datetime) -> str:
+                           when: datetime, asked_in: str | None = None) -> str:
         """Keep an expert's answer as a document of the knowledge base, searchable at once
-        (agent/knowledge/learned.py); returns its name."""
+        (agent/knowledge/learned.py); returns its name. An answer to a question asked in a place
+        some source is limited to (`asked_in`, the HR channel) is seen by that place only."""
         from agent.knowledge import learned
+        from agent.sources.config import restricted_places
 
+        place = (asked_in or "").split(";", 1)[0]
+        audience = [place] if place and place in restricted_places(self.settings) else None
         name, _ = await learned.save(self.runtime, self.settings.learned_path, key=key, question=question,
-                                     answer=answer, expert=expert, when=when)
+                                     answer=answer, expert=expert, when=when, audience=audience)
         return name
 
     def learned(self) -> list["LearnedAnswer"]:

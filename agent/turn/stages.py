@@ -18,29 +18,40 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from agent.answers import AnswerResult
-from agent.capabilities.base import Found
+from agent.answers import AnswerResult, ProposedCall
+from agent.capabilities.base import Capability, Found, answer_without_model
 from agent.deadline import ROUTER_SHARE, deadline, remaining
 from agent.providers.base import ProviderError
 from agent.state.conversation import trim_history
 from agent.turn.context import TurnContext
 from agent.turn import files
 from agent.turn.degrade import search_results_instead
-from agent.turn.loop import run_agent
+from agent.turn.loop import MaxTurnsExceeded, ModelBehaviorError, run_agent
 from agent.turn.state import CountedModel, Turn
+from agent.tools.actions import owner
 from agent.capabilities.knowledge import best_centered
 from agent.knowledge.language import detect_language
 from agent.understanding.answerable import unanswerable
-from agent.understanding.router import Route, describe
+from agent.understanding.identity import Identity
+from agent.understanding.route import ACTED, Act, Clarify, Greet, Refuse, Use, describe, route_name
 
 log = logging.getLogger("askdesk.service")
 
 Stage = Callable[[Turn, TurnContext], Awaitable[None]]
 
 
+def input_problem(ctx: TurnContext, text: str, *, files: bool = False) -> str | None:
+    """The note for an empty (without `files` attached) or too long message, else None."""
+    text, limit = (text or "").strip(), ctx.settings.max_message_chars
+    if not text:
+        return None if files else ctx.prompts.render("empty_message")
+    return ctx.prompts.render("too_long", limit=limit, length=len(text)) if len(text) > limit else None
+
+
 async def check(turn: Turn, ctx: TurnContext) -> None:
-    if problem := ctx.input_problem(turn.text, files=bool(turn.request.attachments)):
-        turn.result = AnswerResult(answer=problem, route="clarify")
+    if problem := input_problem(ctx, turn.text, files=bool(turn.request.attachments)):
+        turn.route = Clarify(problem, decided_by="check", reason="empty or too long")
+        turn.result = result(turn, answer=problem)
         turn.remember = False
 
 
@@ -50,7 +61,6 @@ async def recall(turn: Turn, ctx: TurnContext) -> None:
     req = turn.request
     history = req.history if req.history is not None else (await ctx.memory.load(req.surface, req.thread_id)).messages
     turn.history = trim_history([m for m in history if m.role in ("user", "assistant")], ctx.settings.history_chars)
-    turn.identity = await ctx.identities.load(ctx.collection)
     await ctx.classifier.prepare()  # the collection's calibration, before its first search
 
 
@@ -60,63 +70,73 @@ async def read(turn: Turn, ctx: TurnContext) -> None:
 
 
 async def classify(turn: Turn, ctx: TurnContext) -> None:
-    if turn.result is not None:
+    if turn.result is not None or turn.reading is None:
         return
     span = turn.span.child("router", "chain", {"text": turn.text})
     with deadline(ctx.settings.turn_timeout * ROUTER_SHARE):  # past it, the LLM-free pre-filter routes
         # the asker already overrode a refusal of this message: the router model is not asked again
         model = None if turn.request.search_anyway else router(turn, ctx)
-        turn.route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=model,
-                                                 identity=turn.identity, span=span)
-    turn.route = files.about_files(turn.route, turn, ctx)
-    if turn.route.name == "offtopic" and turn.request.search_anyway:
-        turn.route = searched_anyway(turn, ctx)
-    span.end(describe(turn.route) | {"query": turn.route.query})
+        route = await ctx.classifier.decide(turn.reading, turn.retrieval.find, model=model, span=span,
+                                            identity=await identity(turn, ctx) if model is not None else None)
+    if turn.attached:
+        route = files.about_files(route, turn, ctx)
+    match route:
+        case Refuse() if turn.request.search_anyway:
+            route = searched_anyway(route, turn, ctx)
+    turn.route = route
+    span.end(describe(route))
 
 
-def searched_anyway(turn: Turn, ctx: TurnContext) -> Route:
+def searched_anyway(refused: Refuse, turn: Turn, ctx: TurnContext) -> Use:
     """A refusal the asker overrode ("Search the documents anyway"): a wrong refusal costs a
     person their answer, so theirs is the last word. Searched like a doubtful message (in its
     thread's context too), and answered with the note that it may be outside the documents."""
-    reading = turn.reading
-    return Route(ctx.knowledge.name, turn.text, "asker", "refused, searched at the asker's request",
-                 best_score=turn.route.best_score, borderline=True, also=list(reading.also) if reading else [],
-                 rewritten=bool(reading and reading.also))
+    also = list(turn.reading.also) if turn.reading else []
+    return Use(ctx.knowledge, turn.text, borderline=True, also=also, rewritten=bool(also), decided_by="asker",
+               reason="refused, searched at the asker's request", best_score=refused.best_score)
 
 
 async def retrieve(turn: Turn, ctx: TurnContext) -> None:
     if turn.result is not None:
         return
-    capability = ctx.capabilities.get(turn.route.name)
-    if capability is None:  # refusal, greeting, clarifying question: nothing to search
-        return
-    if turn.progress is not None:
-        await turn.progress(capability.tools()[0].progress)
+    match turn.route:
+        case Use(capability=capability):
+            pass
+        case _:  # refusal, greeting, clarifying question: nothing to search
+            return
+    tools = capability.tools()
+    if turn.progress is not None and tools:
+        await turn.progress(tools[0].progress)
     turn.found = await search(turn, ctx)
 
 
 async def search(turn: Turn, ctx: TurnContext) -> list[Found]:
     """What the route's capability finds for the routed query (knowledge: the search the
     classification already ran, when it did)."""
-    route = turn.route
-    if route.name == ctx.knowledge.name:
-        return [await turn.retrieval.get(route.query, tuple(route.also))]
-    found = await ctx.capabilities.get(route.name).prefetch(route.query, model=router(turn, ctx))
-    return [found] if found is not None else []
+    match turn.route:
+        case Use(capability=capability, query=query, also=also) if capability is ctx.knowledge:
+            return [await turn.retrieval.get(query, tuple(also))]
+        case Use(capability=capability, query=query):
+            found = await capability.prefetch(query, model=router(turn, ctx))
+            return [found] if found is not None else []
+    return []
 
 
 async def respond(turn: Turn, ctx: TurnContext) -> None:
     if turn.result is not None:
         return
-    route, identity = turn.route, turn.identity
-    if route.name in ("offtopic", "smalltalk"):
-        name = "refusal" if route.name == "offtopic" else "greeting"
-        turn.result = result(turn, answer=ctx.prompts.render(
-            name, capabilities=identity.capabilities, examples=identity.examples))
-        return
-    if route.name == "clarify":
-        turn.result = result(turn, answer=route.clarification or ctx.prompts.render("clarification"))
-        return
+    match turn.route:
+        case Refuse() | Greet() as route:  # the refusal or the greeting, in what askdesk says it is about
+            about = await identity(turn, ctx)
+            turn.result = result(turn, answer=ctx.prompts.render(
+                "refusal" if isinstance(route, Refuse) else "greeting",
+                capabilities=about.capabilities, examples=about.examples))
+            return
+        case Clarify(question=question):
+            turn.result = result(turn, answer=question or ctx.prompts.render("clarification"))
+            return
+        case None:
+            raise AssertionError("respond: the turn has no route")
     if ctx.models.agent is None:
         turn.result = search_only(turn, ctx, ctx.models.notice)
         await judge(turn, ctx)
@@ -127,14 +147,22 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
                 model=CountedModel(ctx.models.agent, turn.ledger), registry=ctx.tools, prompts=ctx.prompts,
                 question=turn.text, history=turn.history, found=[*turn.attached, *turn.found],
                 max_iterations=ctx.settings.max_iterations,
-                domain=identity.domain, progress=turn.progress, span=turn.span, tool_specs=ctx.tool_specs,
+                domain=(await identity(turn, ctx)).domain, progress=turn.progress, span=turn.span,
+                tool_specs=ctx.tool_specs,
                 answer=turn.answer_text)
-    except (ProviderError, TimeoutError) as exc:
-        log.warning("turn: no model answered (%s); answering with search results", type(exc).__name__)
+    except (ProviderError, TimeoutError) as exc:  # the model failed, erred twice, hit the cap or the deadline
+        why = str(exc) if isinstance(exc, (ModelBehaviorError, MaxTurnsExceeded)) else type(exc).__name__
+        log.warning("turn: no model answer (%s); answering with search results", why)
         if not turn.found:  # nothing was searched before the model (a benchmark's stages): search now
             turn.found = await search_in_reserve(turn, ctx)
         turn.result = await search_results_instead(exc, search_only(turn, ctx, ctx.models.notice), turn.answer_text,
                                                    ctx.prompts)
+        return
+    if run.pending:  # the model called a tool that changes something: the asker confirms first
+        calls = [ProposedCall(tool=c.name, arguments=c.arguments) for c in run.pending]
+        text, action = await ctx.actions.propose(calls, turn.request, turn.text, ctx.prompts)
+        turn.result = result(turn, answer=await turn.answer_text.end_with(text), tool_calls=run.tool_calls,
+                             data=run.data, action=action)
         return
     turn.result = result(turn, answer=run.answer, references=run.references, confidence=run.confidence,
                          tool_calls=run.tool_calls, data=run.data)
@@ -146,7 +174,12 @@ async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
     a search-only one says so in its first line; a model's keeps its words (the prompt has it
     say so) and shows the closest sources when it cited none. No model call."""
     result = turn.result
-    if result is None or turn.route.name != ctx.knowledge.name or ctx.classifier.gate is None:
+    match turn.route:
+        case Use(capability=capability) if capability is ctx.knowledge and result is not None:
+            pass
+        case _:
+            return
+    if ctx.classifier.gate is None:
         return
     state = await ctx.classifier.gate.calibrated()
     found = turn.found[0] if turn.found else None
@@ -170,7 +203,40 @@ async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
         result.references = ctx.knowledge.search_only(found, ctx.prompts).references[:3]
 
 
-STAGES: tuple[Stage, ...] = (check, files.attach, recall, read, classify, retrieve, respond)
+async def act(turn: Turn, ctx: TurnContext) -> None:
+    """The asker's Confirm or Cancel of calls a model proposed (agent/tools/actions.py): checked
+    (theirs, proposed by askdesk, undecided), then, confirmed, each runs with exactly the
+    arguments they were shown and `respond` answers from what they returned, as from a search."""
+    confirmation = turn.request.confirmation
+    if turn.result is not None or confirmation is None:
+        return
+    action = confirmation.action
+    turn.route = route = Act(action.question, decided_by="asker", reason="decided by the asker")
+    refused = await ctx.actions.decide(confirmation, turn.request.user_id)
+    if refused is not None or not confirmation.confirmed:
+        turn.result = result(turn, answer=ctx.prompts.text(refused or "action_cancelled"))
+        turn.remember = refused is None  # a cancel is part of the conversation; a refused press is not
+        return
+    # the answer's route: the capability whose tool ran (its search-only answer), else a provider's tool
+    route.capability = ctx.capabilities.get(owner(action, ctx.capabilities, ACTION_ROUTE))
+    if turn.progress is not None:
+        lines = [t.progress for c in action.calls if (t := ctx.tools.tools.get(c.tool)) is not None]
+        for line in dict.fromkeys(lines):
+            await turn.progress(line)
+    turn.found = await ctx.actions.run(action, route.name)
+
+
+async def attach(turn: Turn, ctx: TurnContext) -> None:
+    """The question's files, and those its thread keeps (agent/turn/files.py); a turn with none
+    never enters that module."""
+    req = turn.request
+    if req.attachments or (ctx.files is not None and (req.surface, req.thread_id) in ctx.files.kept):
+        await files.attach(turn, ctx)
+
+
+STAGES: tuple[Stage, ...] = (check, attach, recall, read, classify, retrieve, respond)
+CONFIRMED: tuple[Stage, ...] = (check, recall, act, respond)  # a request that carries the asker's decision
+ACTION_ROUTE = ACTED  # a decision's answer when no capability owns the tool: no feedback buttons
 
 
 # --------------------------------------------------------------------------- helpers
@@ -181,22 +247,42 @@ def router(turn: Turn, ctx: TurnContext) -> CountedModel | None:
     return CountedModel(ctx.models.router, turn.ledger) if ctx.models.router is not None else None
 
 
+async def identity(turn: Turn, ctx: TurnContext) -> Identity:
+    """What askdesk says it is about, loaded once the turn needs it (a refusal, a greeting, a
+    model's prompt): a search-only answer never does."""
+    if turn.identity is None:
+        turn.identity = await ctx.identities.load(ctx.collection)
+    return turn.identity
+
+
 def result(turn: Turn, **fields) -> AnswerResult:
-    """The turn's answer with what every answer says about its route."""
+    """The turn's answer with what every answer says about its route (its public name)."""
     route = turn.route
-    return AnswerResult(route=route.name, rewritten_query=route.searched if route.rewritten else None, **fields)
+    assert route is not None, "an answer needs the turn's route"
+    match route:
+        case Use(rewritten=True):
+            rewritten: str | None = route.searched
+        case _:
+            rewritten = None
+    return AnswerResult(route=route_name(route), rewritten_query=rewritten, **fields)
 
 
 def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResult:
     """The route's capability answers from what it found, without a model."""
-    capability = ctx.capabilities.get(turn.route.name)
     found = turn.found[0] if turn.found else None
-    if turn.route.name == ctx.knowledge.name:
-        found = files.with_files(turn, found)
-    shown = capability.search_only(found, ctx.prompts)
+    capability: Capability | None = None
+    borderline = False
+    match turn.route:
+        case Use(capability=capability, borderline=borderline) if capability is ctx.knowledge:
+            found = files.with_files(turn, found) if turn.attached else found
+        case Use(capability=capability, borderline=borderline):
+            pass
+        case Act(capability=capability):
+            pass
+    shown = answer_without_model(capability, found, ctx.prompts)
     data = {f.tool: [f.result.data] for f in turn.found if f.result.data is not None}
     text = shown.text
-    if turn.route.borderline:  # answered though it may be outside the documents: say so
+    if borderline:  # answered though it may be outside the documents: say so
         text = f"{ctx.prompts.render('borderline_note')}\n\n{text}"
     return result(turn, answer=text, references=shown.references, search_only=True, notice=notice,
                   tool_calls=[f.tool for f in turn.found], data=data)

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,6 +21,12 @@ from agent.messages import ChatMessage
 from agent.providers.base import Completion, Model, PartialFn, ProviderError, Usage
 from agent.tracing import NOOP, Span
 from agent.turn.answer_stream import AnswerText
+
+if TYPE_CHECKING:
+    from agent.capabilities.retrieval import Retrieval
+    from agent.understanding.classify import Reading
+    from agent.understanding.identity import Identity
+    from agent.understanding.route import Route
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -53,7 +59,7 @@ class CountedModel(Model):
         return await self._counted(self.model.complete(messages, response_model))
 
     async def stream(self, messages: list[ChatMessage], response_model: type[T], *, on_partial: PartialFn,
-                     on_interrupt: Any = None) -> Completion[T]:
+                     on_interrupt: Callable[[ProviderError, bool], Awaitable[None]] | None = None) -> Completion[T]:
         return await self._counted(self.model.stream(messages, response_model, on_partial=on_partial,
                                                      on_interrupt=on_interrupt))
 
@@ -79,13 +85,13 @@ class Turn:
     request: AskRequest
     text: str  # the message, stripped
     answer_text: AnswerText  # where the answer streams; what the user has seen so far
+    retrieval: "Retrieval"  # the turn's knowledge searches, each run once
     progress: ProgressFn | None = None
     span: Span = NOOP
     history: list[ChatMessage] = field(default_factory=list)
-    identity: Any = None  # agent.understanding.identity.Identity: what askdesk says it is about
-    retrieval: Any = None  # agent.capabilities.retrieval.Retrieval: the turn's knowledge searches, each run once
-    reading: Any = None  # agent.understanding.classify.Reading: what the wording alone says
-    route: Any = None  # agent.understanding.router.Route: which capability, and the query it searches
+    identity: "Identity | None" = None  # what askdesk says it is about, once a stage needs it
+    reading: "Reading | None" = None  # what the wording alone says
+    route: "Route | None" = None  # what the turn does: refuse, greet, clarify, or which capability searches what
     found: list[Found] = field(default_factory=list)  # what the route's capability found before the model
     attached: list[Found] = field(default_factory=list)  # the attached files' passages (agent/turn/files.py)
     file_notes: list[str] = field(default_factory=list)  # one line per attached file that could not be used

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agent.capabilities.base import Capabilities, Found
@@ -22,7 +22,8 @@ from agent.knowledge.language import detect_language
 from agent.knowledge.sparse import tokens
 from agent.messages import ChatMessage
 from agent.tracing import NOOP, Span
-from agent.understanding.router import Route, RouteOption, ask_router
+from agent.understanding.route import Greet, Refuse, Route, Use
+from agent.understanding.router import RouteOption, ask_router
 from agent.understanding.wording import (
     classify_rules,
     claimed_by,
@@ -34,6 +35,7 @@ from agent.understanding.wording import (
 )
 
 if TYPE_CHECKING:
+    from agent.capabilities.base import Capability
     from agent.knowledge.vocabulary import Vocabulary
     from agent.prompts import PromptSet
     from agent.providers.base import Model
@@ -67,7 +69,7 @@ class Reading:
 
     text: str
     history: list[ChatMessage]
-    route: Route | None = None  # decided by the wording alone (a greeting, a registry search)
+    route: Greet | Use | None = None  # decided by the wording alone (a greeting, a registry search)
     followup: bool = False  # it leans on the thread ("and for a family of 6?")
     also: tuple[tuple[str, float], ...] = field(default_factory=tuple)  # the message in its thread, weighted
 
@@ -110,13 +112,14 @@ class Classifier:
     gate: "TopicCheck | None"
 
     def read(self, text: str, history: list[ChatMessage]) -> Reading:
-        rules = classify_rules(text, history, self.capabilities.registries())
-        if rules.route is not None:
-            query = text
-            if rules.route != "smalltalk" and rules.followup:
-                query = heuristic_rewrite(text, history)
-            route = Route(rules.route, query, "prefilter", rules.reason, rewritten=query != text)
-            return Reading(text, history, route=route, followup=rules.followup)
+        rules = classify_rules(text, history, self.capabilities)  # claims() is False unless a capability says so
+        match rules.route:
+            case Greet() as greeting:
+                return Reading(text, history, route=greeting, followup=rules.followup)
+            case Use() as claimed:  # searched as written, or rewritten with its thread when it leans on it
+                query = heuristic_rewrite(text, history) if rules.followup else text
+                claimed = replace(claimed, query=query, rewritten=query != text)
+                return Reading(text, history, route=claimed, followup=rules.followup)
         return Reading(text, history, followup=rules.followup, also=self.contextual(text, history))
 
     @staticmethod
@@ -131,8 +134,14 @@ class Classifier:
         if self.gate is not None:
             await self.gate.calibrated()
 
+    @property
+    def documents(self) -> "Capability":
+        """Where a message goes that nothing claims and the gate does not refuse: the knowledge
+        base (the first capability of its kind, in routing order)."""
+        return next(c for c in self.capabilities if c.kind == "knowledge")
+
     def options(self) -> tuple[RouteOption, ...]:
-        return tuple(RouteOption(c.name, c.description) for c in self.capabilities)
+        return tuple(RouteOption(c) for c in self.capabilities)
 
     async def ask(self, reading: Reading, model: "Model", identity: "Identity", span: Span,
                   found: Found | None = None) -> Route | None:
@@ -140,31 +149,27 @@ class Classifier:
                                 domain=identity.domain, capabilities=identity.capabilities,
                                 routes=self.options(), span=span, titles=nearest_titles(found))
 
-    async def unplaced(self, route: Route, text: str) -> str:
-        """The words of `text` that the registry claiming it could not place ("" for others)."""
-        capability = self.capabilities.get(route.name)
-        if capability is None or capability.kind != "registry":
-            return ""
-        return await capability.unplaced(text)
+    async def unplaced(self, route: Use, text: str) -> str:
+        """The words of `text` that the capability claiming it could not place ("" when its
+        reading places every word, the default)."""
+        return await route.capability.unplaced(text)
 
-    def anchored(self, route: Route, text: str) -> bool:
-        capability = self.capabilities.get(route.name)
-        return capability is None or capability.anchored(text)
+    def anchored(self, route: Use, text: str) -> bool:
+        return route.capability.anchored(text)
 
-    async def asked_of_documents(self, route: Route, text: str, unplaced: str | None = None) -> bool:
+    async def asked_of_documents(self, route: Use, text: str, unplaced: str | None = None) -> bool:
         """A registry claimed `text`, but what it asks is for the documents (see KNOWN_WORDS)."""
-        knowledge = self.capabilities.get("knowledge")
         unplaced = await self.unplaced(route, text) if unplaced is None else unplaced
-        if not unplaced or knowledge is None:
+        if not unplaced:
             return False
-        try:
-            vocab = await knowledge.vocabulary()
+        try:  # the documents' words: those of every other capability that has a vocabulary (the knowledge base)
+            vocabularies = [v for c in self.capabilities if c is not route.capability and (v := await c.vocabulary())]
         except Exception as exc:  # the store is down: keep the claim
             log.warning("knowledge-base vocabulary unavailable: %s", type(exc).__name__)
             return False
-        return asks_the_documents(unplaced, vocab)
+        return any(asks_the_documents(unplaced, vocab) for vocab in vocabularies)
 
-    async def declined_claim(self, route: Route, text: str, unplaced: str, find: FindFn) -> Route | None:
+    async def declined_claim(self, route: Use, text: str, unplaced: str, find: FindFn) -> Refuse | None:
         """A registry claimed `text` by its wording ("any good tacos near the office?": a place
         phrase and a generic noun), yet words of it are neither the registry's nor the
         documents': a request to decline when the gate says so on its own evidence and the
@@ -175,47 +180,52 @@ class Classifier:
         topic = await self.gate.judge(text, best_centered(alone))
         if topic.zone != "off":
             return None
-        capability = self.capabilities.get(route.name)
         try:
-            searched = await capability.prefetch(text) if capability is not None else None
+            searched = await route.capability.prefetch(text)
         except Exception as exc:  # the registry cannot say: keep the claim
             log.warning("%s search failed: %s", route.name, type(exc).__name__)
             return None
         if searched is None or searched.result.references:
             return None  # the registry has records for it: a search after all
-        return Route("offtopic", text, "prefilter", f"{route.name} words, but {topic.reason}",
-                     best_score=best_score(alone))
+        return Refuse(decided_by="prefilter", reason=f"{route.name} words, but {topic.reason}",
+                      best_score=best_score(alone))
 
-    async def decide(self, reading: Reading, find: FindFn, *, model: "Model | None", identity: "Identity",
-                     span: Span = NOOP) -> Route:
-        if reading.route is not None:
-            if reading.route.name == "smalltalk":
-                return reading.route
-            unplaced = await self.unplaced(reading.route, reading.text)
-            if not await self.asked_of_documents(reading.route, reading.text, unplaced) and \
-                    (not unplaced or self.anchored(reading.route, reading.text)):
-                return await self.declined_claim(reading.route, reading.text, unplaced, find) or reading.route
-            # named a place but asks about rules or rates, or named no place and says more than
-            # the registry can read ("write me a haiku about electricians"): judged like any
-            # question for the documents
-            reading = Reading(reading.text, reading.history, followup=reading.followup,
-                              also=self.contextual(reading.text, reading.history))
+    async def decide(self, reading: Reading, find: FindFn, *, model: "Model | None",
+                     identity: "Identity | None" = None, span: Span = NOOP) -> Route:
+        """The message's route. `identity` (what askdesk is about: the router model's prompt) is
+        needed with a `model` only."""
+        if model is not None and identity is None:
+            raise ValueError("the router model's prompt needs the identity")
+        match reading.route:
+            case Greet() as greeting:
+                return greeting
+            case Use() as claimed:
+                unplaced = await self.unplaced(claimed, reading.text)
+                if not await self.asked_of_documents(claimed, reading.text, unplaced) and \
+                        (not unplaced or self.anchored(claimed, reading.text)):
+                    return await self.declined_claim(claimed, reading.text, unplaced, find) or claimed
+                # named a place but asks about rules or rates, or named no place and says more
+                # than the registry can read ("write me a haiku about electricians"): judged like
+                # any question for the documents
+                reading = Reading(reading.text, reading.history, followup=reading.followup,
+                                  also=self.contextual(reading.text, reading.history))
         text, also = reading.text, reading.also
-        if model is not None and reading.followup:  # the model rewrites a follow-up best
+        if model is not None and identity is not None and reading.followup:  # the model rewrites a follow-up best
             decided = await self.ask(reading, model, identity, span)
             if decided is not None:
                 return decided
         contextual = also[0][0] if also else text
         if reading.followup:
-            claimed = claimed_by(contextual, self.capabilities.registries())
+            claimed = claimed_by(contextual, self.capabilities)
             if claimed is not None:
-                route = Route(claimed.name, contextual, "heuristic", "follow-up of a registry search", rewritten=True)
+                route = Use(claimed, contextual, rewritten=True, decided_by="heuristic",
+                            reason="follow-up of a registry search")
                 if not await self.asked_of_documents(route, text):
                     return route
             # "and for two-parent families?": never refused, it leans on the thread
             found = await find(text, also)
-            return Route("knowledge", text, "heuristic", "follow-up searched with its thread",
-                         best_score=best_score(found), also=list(also), rewritten=bool(also))
+            return Use(self.documents, text, also=list(also), rewritten=bool(also), decided_by="heuristic",
+                       reason="follow-up searched with its thread", best_score=best_score(found))
         alone = await find(text, ())
         best = best_score(alone)
         # In a thread, a short message is refused only when it is off-topic by a wide margin on
@@ -231,18 +241,18 @@ class Classifier:
                                           refers_back=bool(also) and refers_back(text))
         reason = topic.reason if topic is not None else "continues a thread"
         if topic is not None and topic.zone == "off":
-            return Route("offtopic", text, "prefilter", reason, best_score=best)
+            return Refuse(decided_by="prefilter", reason=reason, best_score=best)
         if also:
             best = best_score(await find(text, also))
         if topic is None or topic.zone == "on":
-            return Route("knowledge", text, "prefilter", reason, best_score=best, also=list(also),
-                         rewritten=bool(also))
-        if model is not None:  # doubtful: the router model decides, shown what the documents cover
+            return Use(self.documents, text, also=list(also), rewritten=bool(also), decided_by="prefilter",
+                       reason=reason, best_score=best)
+        if model is not None and identity is not None:  # doubtful: the router model decides, shown what the documents cover
             decided = await self.ask(reading, model, identity, span, found=alone)
             if decided is not None:
                 decided.best_score = best
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about, and
         # say it may be outside what the documents cover.
-        return Route("knowledge", text, "heuristic", reason + "; doubtful, answered", best_score=best,
-                     also=list(also), rewritten=bool(also), borderline=True)
+        return Use(self.documents, text, also=list(also), rewritten=bool(also), borderline=True,
+                   decided_by="heuristic", reason=reason + "; doubtful, answered", best_score=best)

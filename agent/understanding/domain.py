@@ -12,13 +12,11 @@ examples/texas-childcare/.
 
 from __future__ import annotations
 
-import re
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.accents import fold, phrases_re
 from agent.yamlio import safe_load
 
 
@@ -35,13 +33,6 @@ class Domain(BaseModel):
 
     terms: list[str] = Field(default_factory=list, description="A message containing one is never refused without a model.")
     offtopic: list[str] = Field(default_factory=list, description="Extra examples of requests to decline.")
-
-    @cached_property
-    def terms_re(self) -> re.Pattern | None:
-        return phrases_re(self.terms)
-
-    def has_terms(self, text: str) -> bool:
-        return bool(self.terms_re and self.terms_re.search(fold(text)))
 
 
 EMPTY = Domain()

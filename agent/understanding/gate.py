@@ -32,6 +32,7 @@ from typing import Literal
 
 import numpy as np
 
+from agent.accents import fold, phrases_re
 from agent.knowledge import calibration as cal
 from agent.knowledge.calibration import calibrate, examples
 from agent.knowledge.language import detect_language
@@ -89,6 +90,7 @@ class TopicCheck:
         self.runtime = runtime
         self.collection = collection
         self.domain = domain
+        self.terms = phrases_re(domain.terms)  # the domain file's words: never refused without a model
         self._state: _Calibrated | None = None
         self._lock = asyncio.Lock()
 
@@ -98,7 +100,7 @@ class TopicCheck:
 
     async def protected(self, text: str) -> str | None:
         """Why `text` must never be refused without a model, or None."""
-        if self.domain.has_terms(text):
+        if self.terms is not None and self.terms.search(fold(text)):
             return "domain-file term"
         vocab = await self._vocabulary()
         if vocab is None:

@@ -1,18 +1,16 @@
-"""The route of a message, and the router model that decides the cases the rules leave open.
+"""The router model: it decides the cases the rules leave open.
 
-Routes are the deployment's capabilities ("knowledge", each registry's name) plus three of the
-turn's own: offtopic (refusal), smalltalk (greeting) and clarify. For a capability the route
-carries a self-contained search query (a follow-up rewritten with its thread). The router
-model's structured output (`RouterDecision`) is built from the deployment's route names, so
-the model can only name a route that exists.
+Its structured output (`RouterDecision`) is built from the deployment's route names — the
+capabilities' and the turn's own (agent/understanding/route.py) — so the model can only name a
+route that exists; its choice becomes a typed `Route` there (`chosen`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -20,35 +18,12 @@ from agent.messages import ChatMessage
 from agent.prompts import PromptSet
 from agent.providers.base import Model, ProviderError
 from agent.tracing import NOOP, Span
+from agent.understanding.route import TURN_ROUTES, Route, chosen
+
+if TYPE_CHECKING:
+    from agent.capabilities.base import Capability
 
 log = logging.getLogger(__name__)
-
-TURN_ROUTES = ("smalltalk", "clarify", "offtopic")  # answered by the turn itself, no capability
-
-
-@dataclass
-class Route:
-    name: str  # a capability's name, or one of TURN_ROUTES
-    query: str
-    decided_by: str  # prefilter | model | heuristic
-    reason: str = ""
-    rewritten: bool = False
-    clarification: str | None = None
-    best_score: float | None = None  # the best similarity of the message to the knowledge base
-    borderline: bool = False  # answered without a model though it may be outside the documents
-    also: list[tuple[str, float]] = field(default_factory=list)  # searches fused with `query`
-
-    @property
-    def searched(self) -> str:
-        """The query the documents were searched with (a message in its thread: that search)."""
-        return self.also[0][0] if self.also else self.query
-
-
-def describe(route: Route) -> dict[str, Any]:
-    """Trace/JSON view of a routing decision (no message text)."""
-    return {"route": route.name, "decided_by": route.decided_by, "reason": route.reason,
-            "rewritten": route.rewritten, "best_score": route.best_score, "fused_searches": 1 + len(route.also),
-            "borderline": route.borderline}
 
 
 @lru_cache(maxsize=16)
@@ -68,8 +43,17 @@ def router_decision(routes: tuple[str, ...]) -> type[BaseModel]:
 
 @dataclass(frozen=True)
 class RouteOption:
-    name: str
-    description: str  # when to choose it (the capability's words)
+    """A capability the router model may choose, and when to choose it (the capability's words)."""
+
+    capability: "Capability"
+
+    @property
+    def name(self) -> str:
+        return self.capability.name
+
+    @property
+    def description(self) -> str:
+        return self.capability.description
 
 
 async def ask_router(model: Model, prompts: PromptSet, *, text: str, history: list[ChatMessage], domain: str,
@@ -96,5 +80,5 @@ async def ask_router(model: Model, prompts: PromptSet, *, text: str, history: li
     decision = completion.output
     child.end({"route": decision.route, "search_query": decision.search_query, "usage": completion.usage.model_dump()})
     query = (decision.search_query or "").strip() or text
-    return Route(decision.route, query, "model", "router model", rewritten=query != text,
-                 clarification=decision.clarification)
+    return chosen(decision.route, {r.name: r.capability for r in routes}, query=query, text=text,
+                  question=decision.clarification)

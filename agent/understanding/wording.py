@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from agent.accents import fold
+from agent.accents import Cue, fold
 from agent.registry.words import load_generic_words
 from agent.messages import ChatMessage
+from agent.understanding.route import Greet, Use
 
 if TYPE_CHECKING:
     from agent.capabilities.base import Capability
@@ -80,7 +81,10 @@ def claimed_by(text: str, capabilities: Iterable["Capability"]) -> "Capability |
     unless it asks about amounts or rules."""
     text = normalize(text)
     for capability in capabilities:
-        if capability.claims(text):
+        # a capability's cue (agent.accents.Cue), when it has one, is a quick necessary condition
+        # of its claim: a message without it is not asked about (a registry's parser never runs)
+        cue: Cue | None = getattr(capability, "cue", None)
+        if (cue is None or cue(text)) and capability.claims(text):
             return None if asks_about_rules(text) else capability
     return None
 
@@ -175,9 +179,9 @@ _YEAR_RE = re.compile(r"(19|20)\d\d")
 
 @dataclass(frozen=True)
 class PrefilterVerdict:
-    """`route` None means undecided: ask the router model (or default to knowledge without one)."""
+    """`route` None means undecided: the message's meaning decides (agent/understanding/classify.py)."""
 
-    route: str | None
+    route: Greet | Use | None
     reason: str
     followup: bool = False
 
@@ -188,9 +192,10 @@ def classify_rules(text: str, history: list[ChatMessage], capabilities: Iterable
     text = normalize(text)
     followup = is_followup(text, history)
     if is_greeting(text):
-        return PrefilterVerdict("smalltalk", "greeting")
+        return PrefilterVerdict(Greet(decided_by="prefilter", reason="greeting"), "greeting")
     claimed = claimed_by(text, capabilities)
     if claimed is not None:
         anchor = "place" if claimed.anchored(text) else "criteria"
-        return PrefilterVerdict(claimed.name, f"{claimed.name} words + {anchor}", followup)
+        reason = f"{claimed.name} words + {anchor}"
+        return PrefilterVerdict(Use(claimed, text, decided_by="prefilter", reason=reason), reason, followup)
     return PrefilterVerdict(None, "needs similarity", followup)

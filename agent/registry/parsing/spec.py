@@ -13,16 +13,8 @@ from agent.registry.declaration import Declaration
 from agent.registry.parsing.hours import HoursPatterns
 from agent.registry.parsing.state import word_re
 from agent.registry.words import GenericWords, alternatives
-
-
-def _alts(phrases: list[str]) -> str:
-    """Plain phrases as a regex alternation; a space matches any run of spaces."""
-    return "|".join(re.escape(p.strip()).replace(r"\ ", r"\s+") for p in phrases if p.strip())
-
-
-def _regex_alts(patterns: list[str]) -> str:
-    """Word patterns as one alternation; a literal space matches any run of spaces."""
-    return "|".join(p.replace(" ", r"\s+") for p in patterns)
+from agent.registry.words import phrase_alts as _alts
+from agent.registry.words import regex_alts as _regex_alts
 
 
 @dataclass
