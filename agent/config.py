@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -32,9 +32,11 @@ def _config_file() -> Path:
 
 
 class Settings(BaseSettings):
+    # extra="allow": a keyword this class does not declare is kept (`model_extra`) for the plug-in
+    # whose settings it names (`PluginSettings.of`: `Settings(teams_port=0)`, `--teams-port`)
     model_config = SettingsConfigDict(
         env_prefix="ASKDESK_",
-        extra="ignore",
+        extra="allow",
         env_nested_delimiter="__",
     )
 
@@ -107,26 +109,24 @@ class Settings(BaseSettings):
     )
 
     # --- privacy and tracing --------------------------------------------------------
-    store_text: bool = Field(False, description="Keep question text with feedback records, unanswerable turns and escalations (the report then shows examples and groups them by meaning); off: counts only.")
+    store_text: bool = Field(False, description="Keep question text with feedback records, unanswerable turns and escalations (the report then shows examples and groups them by meaning); off: counts only. A private question keeps no text either way.")
     retention_days: int = Field(180, ge=0, description="Conversation messages, turns, feedback and escalations older than this are deleted (checked about once a minute); 0 keeps them until `askdesk report --forget-before DATE`.")
     trace_redact: bool = Field(False, description="Replace message text by a placeholder in LangSmith traces.")
     admins: str | None = Field(
         None,
         description="Comma-separated Slack and Teams user ids who see the knowledge-gap report (Slack App Home tab, "
-        "`report` typed in Teams); unset = nobody. See docs/report.md.",
+        "`report` typed in Teams) and may press any askdesk button (\"Ask a person\", \"Search the documents "
+        "anyway\", \"Save as answer\") on someone else's behalf; unset = nobody. See docs/report.md.",
     )
 
     # --- a person takes over --------------------------------------------------------
     escalation_channel: str | None = Field(
         None,
         description="Where \"Ask a person\" posts a question askdesk could not answer (or that got a thumbs down): "
-        "a Slack channel id (C…), or a Teams conversation id when only Teams runs; unset = no button. The first "
-        "reply of a person in the question's thread is relayed to the asker. See docs/slack.md#ask-a-person.",
-    )
-    escalation_channel_teams: str | None = Field(
-        None,
-        description="The Teams conversation for \"Ask a person\" when Slack and Teams both run (escalation_channel "
-        "is then the Slack one); with only one of the two set, the other surface's questions go there too.",
+        "a channel of any surface that runs (a Slack channel id C…, a Teams conversation id 19:…; the surface that "
+        "recognises the id posts it). A surface's own escalation channel (Teams: ASKDESK_ESCALATION_CHANNEL_TEAMS) "
+        "wins for questions asked there; unset = no button. The first reply of a person in the question's thread "
+        "is relayed to the asker. See docs/slack.md#ask-a-person.",
     )
     learned_dir: Path | None = Field(
         None,
@@ -176,46 +176,8 @@ class Settings(BaseSettings):
         "parts that best match the question; a file that fits is given whole).",
     )
     port: int = Field(3000, description="HTTP port of `askdesk serve`.")
-    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL (tests point it at a fake).")
-    slack_channels: list[str] = Field(default_factory=list, description="Channel allowlist; empty = every channel.")
-    slack_channel_collections: dict[str, str] = Field(default_factory=dict, description="channel id -> knowledge collection.")
-    slack_follow_ups: bool = Field(True, description="In a channel thread askdesk answered, answer the asker's follow-ups without a new mention (other people still mention it).")
-    slack_thread_requires_mention: bool = Field(True, description="In channel threads, other people's messages are answered only when they mention the bot; false = any reply in a thread the bot is in.")
     rate_limit_per_minute: int = Field(10, description="Questions per user per minute.")
     max_message_chars: int = Field(4000, description="Longer messages get a note instead of an answer.")
-    slack_streaming: bool = Field(
-        True,
-        description="Stream Slack answers with chat.startStream/appendStream/stopStream; false (or a workspace "
-        "without streaming, for a cool-down) = post a placeholder, then update it.",
-    )
-    slack_private_command: str = Field(
-        "/askdesk",
-        description="Slash command that asks privately (`/askdesk how much leave do I have?`): the answer only "
-        "the asker sees, never stored. Must match a slash command in the Slack app manifest; empty = off.",
-    )
-    slack_suggested_prompts: list[str] = Field(
-        default_factory=list,
-        description="Suggested prompts shown when a user opens askdesk's messages tab in Slack (at most 4); unset = "
-        "the domain file's `suggested_prompts`, else questions about the knowledge base's biggest documents, "
-        "plus each registry command's example.",
-    )
-
-    teams_port: int = Field(3978, description="Port of the Teams messaging endpoint (POST /api/messages) of `askdesk serve teams`.")
-    teams_dev_mode: bool = Field(
-        False,
-        description="Local development only: accept Teams activities without JWT validation and without "
-        "CLIENT_ID/CLIENT_SECRET (the SDK's unauthenticated-requests switch); prints a warning at start.",
-    )
-    teams_streaming: bool = Field(
-        True,
-        description="Stream answers in Teams personal chats (progress updates, then the text); false = typing "
-        "indicator and one message, as in channels and group chats.",
-    )
-    teams_suggested_prompts: list[str] = Field(
-        default_factory=list,
-        description="Suggested prompts of the Teams welcome message in personal chats (at most 3 are shown); unset = "
-        "as for Slack.",
-    )
 
     @field_validator("registries", mode="before")
     @classmethod
@@ -237,8 +199,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=_config_file())
-        return (init_settings, env_settings, yaml_source)
+        return (init_settings, env_settings, _OwnYamlKeys(settings_cls, yaml_file=_config_file()))
 
     def is_admin(self, user_id: str | None) -> bool:
         """Whether `user_id` is listed in `admins` (the report's audience)."""
@@ -267,21 +228,145 @@ class Settings(BaseSettings):
         return self.data_dir / "askdesk.sqlite"
 
 
+class _OwnYamlKeys(YamlConfigSettingsSource):
+    """askdesk.yaml, only the keys of the class reading it: a plug-in's keys in the same file
+    (`slack_channels:`, `teams:`) are its own settings class's, read with their precedence there."""
+
+    def __call__(self) -> dict[str, Any]:
+        fields = self.settings_cls.model_fields
+        return {k: v for k, v in super().__call__().items() if k in fields}
+
+
+class PluginSettings(BaseSettings):
+    """The settings of one plug-in (a surface, a provider…), declared in its own class, not in
+    `Settings`. A field `api_url` of a class whose `section` is "slack" is read from (highest first):
+    a `slack_api_url` keyword given to `Settings` (tests, command-line options), the environment
+    variable `ASKDESK_SLACK_API_URL` (or the names its `validation_alias` gives, such as
+    `SLACK_BOT_TOKEN`), askdesk.yaml's `slack:` mapping (`api_url:`) or flat `slack_api_url:` key,
+    and its default. Flat keys are the environment variable without `ASKDESK_`, lower-case, so
+    the names deployments already use keep working wherever a setting moves."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    section: ClassVar[str] = ""  # ASKDESK_<SECTION>_<FIELD>, askdesk.yaml's `<section>:` mapping
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.section:
+            cls.model_config["env_prefix"] = f"ASKDESK_{cls.section.upper()}_"
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        """This plug-in's settings, with what `settings` was given for it by keyword."""
+        keys = cls.flat_keys()
+        return cls(**{keys[k]: v for k, v in (settings.model_extra or {}).items() if k in keys})
+
+    @classmethod
+    def env_names(cls, name: str) -> list[str]:
+        """The environment variables a field is read from, the first one preferred."""
+        alias = cls.model_fields[name].validation_alias
+        if isinstance(alias, str):
+            return [alias]
+        if isinstance(alias, AliasChoices):
+            return [c for c in alias.choices if isinstance(c, str)]
+        return [f"{cls.model_config.get('env_prefix', '')}{name}".upper()]
+
+    @classmethod
+    def flat_keys(cls) -> dict[str, str]:
+        """Flat key (a `Settings` keyword, a top-level askdesk.yaml key) -> field name."""
+        keys: dict[str, str] = {}
+        for name in cls.model_fields:
+            keys[f"{cls.section}_{name}"] = name
+            for env in cls.env_names(name):
+                keys[env.lower().removeprefix("askdesk_")] = name
+        return keys
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _PluginYamlKeys(settings_cls, yaml_file=_config_file()))
+
+
+class _PluginYamlKeys(YamlConfigSettingsSource):
+    """A plug-in's keys in askdesk.yaml: its `<section>:` mapping and its flat keys."""
+
+    def __call__(self) -> dict[str, Any]:
+        cls = self.settings_cls
+        assert issubclass(cls, PluginSettings)
+        data = super().__call__()
+        keys = cls.flat_keys()
+        found = {keys[k]: v for k, v in data.items() if k in keys}
+        section = data.get(cls.section)
+        if isinstance(section, dict):
+            found.update({k: v for k, v in section.items() if k in cls.model_fields})
+        return found
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Fresh settings (tests and CLI options override fields by keyword)."""
     return Settings(**overrides)
 
 
+def _shown(field: Any) -> str:
+    default = field.get_default(call_default_factory=True)
+    return "—" if default in (None, [], {}, "") else f"`{default}`"
+
+
+def _meaning(field: Any) -> str:
+    return (field.description or "").replace("|", "\\|")
+
+
 def settings_markdown_table() -> str:
-    """The settings table, generated from the field descriptions, so docs and code cannot
+    """The core settings table, generated from the field descriptions, so docs and code cannot
     drift apart unnoticed."""
     rows = ["| setting (env) | default | meaning |", "|---|---|---|"]
     for name, field in Settings.model_fields.items():
-        default = field.default_factory() if field.default_factory else field.default
-        shown = "—" if default in (None, [], {}) else f"`{default}`"
-        meaning = (field.description or "").replace("|", "\\|")
-        rows.append(f"| `ASKDESK_{name.upper()}` | {shown} | {meaning} |")
+        rows.append(f"| `ASKDESK_{name.upper()}` | {_shown(field)} | {_meaning(field)} |")
     return "\n".join(rows)
+
+
+def plugin_settings_table(cls: type[BaseSettings]) -> str:
+    """One plug-in's settings table: every environment variable a field is read from."""
+    rows = ["| setting (env) | default | meaning |", "|---|---|---|"]
+    for name, field in cls.model_fields.items():
+        if issubclass(cls, PluginSettings):
+            names = cls.env_names(name)
+        else:
+            names = [f"{cls.model_config.get('env_prefix', '')}{name}".upper()]
+        env = f"`{names[0]}`" + "".join(f" (or `{n}`)" for n in names[1:])
+        rows.append(f"| {env} | {_shown(field)} | {_meaning(field)} |")
+    return "\n".join(rows)
+
+
+PACKAGE = "askdesk"
+
+
+def plugin_settings_sections() -> str:
+    """A section per plug-in of askdesk's own that has a settings class (`settings` on what it
+    registers: agent/plugins.py), so moving a setting into a plug-in keeps it on the page. Other
+    packages' plug-ins document their own; `askdesk plugins` lists the variables each reads."""
+    from agent.plugins import plugins
+
+    registered = plugins()
+    parts: list[str] = []
+    for loaded in sorted(registered.loaded, key=lambda x: (x.kind, x.name)):
+        cls = getattr(registered, f"{loaded.kind}s", {}).get(loaded.name)
+        config = getattr(cls, "settings", None)
+        if loaded.package != PACKAGE or not (isinstance(config, type) and issubclass(config, BaseSettings)):
+            continue
+        doc = " ".join((config.__doc__ or "").strip().split("\n\n")[0].split())
+        if issubclass(config, PluginSettings) and config.section:
+            doc += (f" In askdesk.yaml: a `{config.section}:` mapping of the names after the prefix, or the "
+                    "variables' names without `ASKDESK_`, lower-case, as top-level keys.")
+        parts.append(f"## The {loaded.name} {loaded.kind}\n\n{doc}\n\n{plugin_settings_table(config)}\n")
+    return "\n".join(parts)
 
 
 SETTINGS_PAGE_HEAD = """# Settings
@@ -290,17 +375,23 @@ SETTINGS_PAGE_HEAD = """# Settings
 
 Every setting is an environment variable prefixed `ASKDESK_` or a key in an optional
 `askdesk.yaml` (path in `ASKDESK_CONFIG`); environment wins over the file. Provider keys use
-the providers' own variables (`OPENAI_API_KEY`, ...), see [the agent](agent.md); Slack's
-tokens are `SLACK_*`, see [Slack](slack.md); Teams' credentials are the Teams SDK's
-`CLIENT_ID`, `CLIENT_SECRET` and `TENANT_ID`, see [Teams](teams.md).
+the providers' own variables (`OPENAI_API_KEY`, ...), see [the agent](agent.md). Each
+surface has its own settings, listed after the core's: [Slack](slack.md)'s tokens are
+`SLACK_*`, [Teams](teams.md)' credentials the Teams SDK's `CLIENT_ID`, `CLIENT_SECRET` and
+`TENANT_ID`.
+
+## Core
 
 """
 
 
 def settings_page() -> str:
     """docs/settings.md, whole: `python -m agent.config > docs/settings.md`."""
-    return SETTINGS_PAGE_HEAD + settings_markdown_table() + "\n"
+    return SETTINGS_PAGE_HEAD + settings_markdown_table() + "\n\n" + plugin_settings_sections()
 
 
 if __name__ == "__main__":
-    print(settings_page(), end="")
+    # through the imported module, not this `__main__` copy: plug-ins subclass its PluginSettings
+    from agent.config import settings_page as page
+
+    print(page(), end="")

@@ -211,7 +211,7 @@ async def bench_overhead(ask: AskPath, teams: TeamsPath, questions: list[str],
 async def in_process_overhead(connector: FakeTeamsConnector, questions: list[str]) -> dict[str, list[float]]:
     """One Askdesk; the real Teams app over it on a local port; ask and Teams interleaved."""
     from agent.turn.service import Askdesk
-    from bot.teams.app import build_teams_bot
+    from bot.teams.build import build_teams_bot
     from bot.teams.credentials import TeamsAuth
     from bot.teams.server import SWITCH_INTERVAL, TeamsListener, bind
 

@@ -12,13 +12,13 @@ taken over by the next delivery, so Slack's retry is answered by another replica
 
 from __future__ import annotations
 
-from agent.state import StateStore
+from agent.state import Claims
 
 CLAIM_TTL_S = 3600.0  # Slack retries for up to ~5 minutes; Teams re-sends within seconds
 
 
 class Deliveries:
-    def __init__(self, state: StateStore, ttl_seconds: float = CLAIM_TTL_S) -> None:
+    def __init__(self, state: Claims, ttl_seconds: float = CLAIM_TTL_S) -> None:
         self.state = state
         self.ttl = ttl_seconds
 

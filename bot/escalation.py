@@ -1,41 +1,28 @@
 """Where "Ask a person" sends a question, for every surface.
 
-`ASKDESK_ESCALATION_CHANNEL` is a Slack channel id, or a Teams conversation id when only Teams
-runs; `ASKDESK_ESCALATION_CHANNEL_TEAMS` is the Teams one when both run. With only one of them
-set, the other surface's questions go there too (across surfaces). A Teams conversation id has
-a colon (`19:…@thread.tacv2`, `a:…`); a Slack channel id never does. A target on the other
-surface is reachable only when that surface runs in this process and has registered its desk.
+A channel is named by an id only the surface it belongs to can tell apart, so a configured id
+is resolved by asking each registered surface (`Surface.target(ref)`: Slack knows its channel
+ids, Teams its conversation ids). A question asked on a surface goes to that surface's own
+escalation channel when it has one (Teams: ASKDESK_ESCALATION_CHANNEL_TEAMS), else to
+ASKDESK_ESCALATION_CHANNEL, else to another running surface's own channel: with one channel
+configured, every surface's questions go there (across surfaces). A target on another surface
+is reachable only when that surface runs in this process and has registered its desk.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol
 
 from agent.config import Settings
 from agent.state.base import Escalation
 
-Target = tuple[Literal["slack", "teams"], str]
 
+class Target(NamedTuple):
+    """A channel "Ask a person" posts into, and the surface it is on."""
 
-def surface_of(channel: str) -> Literal["slack", "teams"]:
-    return "teams" if ":" in channel else "slack"
-
-
-def escalation_target(settings: Settings, surface: str) -> Target | None:
-    """(surface, channel) where a question asked on `surface` is passed to a person; None: off."""
-    slack, teams = settings.escalation_channel, settings.escalation_channel_teams
-    if surface == "teams" and teams:
-        return "teams", teams
-    if slack:
-        return surface_of(slack), slack
-    if teams:
-        return "teams", teams
-    return None
-
-
-def escalation_channels(settings: Settings) -> set[str]:
-    """Every configured escalation channel (where a person's reply may be relayed from)."""
-    return {c for c in (settings.escalation_channel, settings.escalation_channel_teams) if c}
+    surface: str
+    channel: str
 
 
 class EscalationDesk(Protocol):
@@ -50,23 +37,63 @@ class EscalationDesk(Protocol):
 
 
 class EscalationDesks:
-    """The surfaces running in this process, by name: each registers its desk when it starts, so a
-    question can be passed to a person on the other one without either surface importing the other."""
+    """The surfaces running in this process, by name: each registers its desk (and its own
+    escalation channel, if it has one) when it starts, so a question can be passed to a person on
+    another one without either surface importing the other. `surfaces` are the registered surface
+    classes asked which of them a channel id belongs to (default: the installed plug-ins')."""
 
-    def __init__(self) -> None:
+    def __init__(self, surfaces: Mapping[str, Any] | None = None) -> None:
         self._desks: dict[str, EscalationDesk] = {}
+        self._own: dict[str, str] = {}
+        self._surfaces = surfaces
 
-    def register(self, surface: str, desk: EscalationDesk) -> None:
+    @property
+    def surfaces(self) -> Mapping[str, Any]:
+        if self._surfaces is None:
+            from agent.plugins import plugins
+
+            self._surfaces = plugins().surfaces
+        return self._surfaces
+
+    def register(self, surface: str, desk: EscalationDesk, *, channel: str | None = None) -> None:
+        """`channel`: this surface's own escalation channel (its questions go there first)."""
         self._desks[surface] = desk
+        if channel:
+            self._own[surface] = channel
 
     def get(self, surface: str) -> EscalationDesk | None:
         return self._desks.get(surface)
+
+    def own(self, surface: str) -> str | None:
+        return self._own.get(surface)
+
+    def resolve(self, ref: str) -> Target | None:
+        """The surface `ref` is a channel of, asked of each registered surface; None: none knows it."""
+        for cls in self.surfaces.values():
+            target = cls.target(ref) if hasattr(cls, "target") else None
+            if target is not None:
+                return target
+        return None
+
+    def target(self, settings: Settings, surface: str) -> Target | None:
+        """Where a question asked on `surface` is passed to a person; None: nowhere configured."""
+        if own := self._own.get(surface):
+            return Target(surface, own)
+        if settings.escalation_channel:
+            return self.resolve(settings.escalation_channel)
+        for other, channel in self._own.items():
+            return Target(other, channel)
+        return None
+
+    def channels(self, settings: Settings) -> set[str]:
+        """Every configured escalation channel (where a person's reply may be relayed from)."""
+        return {c for c in (settings.escalation_channel, *self._own.values()) if c}
 
 
 def reachable_target(settings: Settings, surface: str, desks: EscalationDesks) -> Target | None:
     """The escalation target of `surface` when it can be reached from here: on the same surface, or
     on another one that runs in this process; None: no "Ask a person" button."""
-    target = escalation_target(settings, surface)
-    if target is None or (target[0] != surface and desks.get(target[0]) is None):
+    target = desks.target(settings, surface)
+    if target is None or (target.surface != surface and desks.get(target.surface) is None):
         return None
     return target

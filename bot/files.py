@@ -7,6 +7,10 @@ Content-Length or the bytes received pass the limit, so a missing or false size 
 askdesk read more. Whatever goes wrong becomes the file's `problem` (the service words the
 one-line note), never an exception: the question is still answered. URLs are never logged
 (Teams download links carry a token).
+
+A file's `headers` (Slack's bot token) go only to the origins the surface names for them
+(`header_origins`: scheme, host and port, exactly): a URL elsewhere is not fetched at all, and
+redirects are followed here, hop by hop, so the headers never follow one to another origin.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import aiohttp
+from yarl import URL
 
 from agent.answers import Attachment, FileProblem
 
@@ -27,6 +32,23 @@ log = logging.getLogger("askdesk.files")
 
 DOWNLOAD_TIMEOUT_S = 20.0
 CHUNK = 256 * 1024
+MAX_REDIRECTS = 5
+REDIRECTS = (301, 302, 303, 307, 308)
+
+Origin = tuple[str, str, int]  # scheme, host, port
+
+
+def origin(url: str | URL) -> Origin | None:
+    """The URL's origin as aiohttp will connect to it (parsed by yarl, as aiohttp parses it),
+    the scheme's default port filled in; None for anything but plain http(s) to a host,
+    credentials in the URL included."""
+    try:
+        parsed = url if isinstance(url, URL) else URL(url)
+    except (TypeError, ValueError):
+        return None
+    if parsed.scheme not in ("http", "https") or not parsed.host or parsed.user or parsed.password:
+        return None
+    return parsed.scheme, parsed.host.lower(), parsed.port or (443 if parsed.scheme == "https" else 80)
 
 
 @dataclass
@@ -38,6 +60,7 @@ class RemoteFile:
     size: int | None = None  # declared by the platform, when it says
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    header_origins: tuple[Origin, ...] = ()  # the only origins `headers` may be sent to
     problem: FileProblem | None = None  # known before asking the service (a Teams channel file)
 
 
@@ -48,22 +71,35 @@ class DownloadRefused(Exception):
 
 
 async def download(session: aiohttp.ClientSession, url: str, headers: dict[str, str], max_bytes: int,
-                   mimetype: str = "") -> bytes:
+                   mimetype: str = "", header_origins: tuple[Origin, ...] = ()) -> bytes:
     """The file's bytes; DownloadRefused past `max_bytes`, on an HTTP error, or for an HTML page
-    where a file was expected (Slack's sign-in page for a token without files:read)."""
-    async with session.get(url, headers=headers) as response:
-        if response.status != 200:
-            raise DownloadRefused("download_failed", f"HTTP {response.status}")
-        if response.content_length is not None and response.content_length > max_bytes:
-            raise DownloadRefused("too_large", f"Content-Length {response.content_length}")
-        if response.content_type == "text/html" and "html" not in mimetype.lower():
-            raise DownloadRefused("download_failed", "an HTML page instead of the file")
-        data = bytearray()
-        async for chunk in response.content.iter_chunked(CHUNK):
-            data += chunk
-            if len(data) > max_bytes:
-                raise DownloadRefused("too_large", f"over {max_bytes} bytes")
-        return bytes(data)
+    where a file was expected (Slack's sign-in page for a token without files:read). `headers`
+    are sent only to `header_origins`; a redirect elsewhere is followed without them."""
+    target = URL(url)
+    for _ in range(MAX_REDIRECTS + 1):
+        sent = headers if origin(target) in header_origins else {}
+        async with session.get(target, headers=sent, allow_redirects=False) as response:
+            location = response.headers.get("Location")
+            if response.status in REDIRECTS and location:
+                target = response.url.join(URL(location))
+                continue
+            return await _body(response, max_bytes, mimetype)
+    raise DownloadRefused("download_failed", "too many redirects")
+
+
+async def _body(response: aiohttp.ClientResponse, max_bytes: int, mimetype: str) -> bytes:
+    if response.status != 200:
+        raise DownloadRefused("download_failed", f"HTTP {response.status}")
+    if response.content_length is not None and response.content_length > max_bytes:
+        raise DownloadRefused("too_large", f"Content-Length {response.content_length}")
+    if response.content_type == "text/html" and "html" not in mimetype.lower():
+        raise DownloadRefused("download_failed", "an HTML page instead of the file")
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(CHUNK):
+        data += chunk
+        if len(data) > max_bytes:
+            raise DownloadRefused("too_large", f"over {max_bytes} bytes")
+    return bytes(data)
 
 
 async def fetch_files(files: list[RemoteFile], askdesk: "Askdesk", surface: str) -> list[Attachment]:
@@ -76,11 +112,12 @@ async def fetch_files(files: list[RemoteFile], askdesk: "Askdesk", surface: str)
         found.problem = remote.problem or askdesk.file_problem(remote.name, remote.mimetype, remote.size)
         if found.problem is not None:
             return found
-        if not remote.url:
-            found.problem = "download_failed"
+        if not remote.url or (remote.headers and origin(remote.url) not in remote.header_origins):
+            found.problem = "download_failed"  # no URL, or one its headers may not go to: no request
             return found
         try:
-            found.data = await download(session, remote.url, remote.headers, max_bytes, remote.mimetype)
+            found.data = await download(session, remote.url, remote.headers, max_bytes, remote.mimetype,
+                                        remote.header_origins)
         except DownloadRefused as exc:
             log.warning("%s: an attached file was not downloaded: %s", surface, exc)
             found.problem = exc.problem

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-from agent.state import StateStore
+from agent.state import RateLimits
 
 
 class RateLimiter:
-    def __init__(self, state: StateStore, per_minute: int, window_seconds: float = 60.0) -> None:
+    def __init__(self, state: RateLimits, per_minute: int, window_seconds: float = 60.0) -> None:
         self.state = state
         self.per_minute = per_minute
         self.window = window_seconds

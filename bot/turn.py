@@ -1,12 +1,17 @@
 """One turn runner for every surface: validate -> rate-limit -> progress -> answer ->
 fallback -> notices -> deliver -> remember.
 
-Slack, Teams and the terminal each turn an event into an `Incoming` and implement `Reply`
-(how to show progress, stream text, deliver the answer, say a private note); everything in
-between happens here, once: the input checks, the per-user rate limit, the answer id, the
-"must not raise" fallback, the once-per-thread notice, which answers offer feedback, the
-answer records feedback is stored with. Registry commands (slash commands) run through the
-service here too, and feedback is recorded here whatever surface it came from.
+Every surface (bot/surface.py: Slack, Teams, a plug-in's) and the terminal turn an event into an
+`Incoming` and implement `Reply` (how to show progress, stream text, deliver the answer, say a
+private note); everything in between happens here, once: the input checks, the per-user rate
+limit, the answer id, the "must not raise" fallback, the once-per-thread notice, which answers
+offer feedback, "Ask a person" and "Search the documents anyway" (`Delivery`), the answer records
+feedback is stored with and buttons are checked against (bot/permissions.py). Whether a question
+is answered privately is decided here too (`TurnRunner.privacy`), before the surface picks how
+to deliver it. A private question (`Incoming.private`) leaves no text in any store: not its
+question, answer or a comment on it, whatever `store_text` says, and offers nothing that would
+pass it on. Registry commands (slash commands) run through the service here too, and feedback is
+recorded here whatever surface it came from.
 """
 
 from __future__ import annotations
@@ -16,16 +21,20 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.answers import AnswerResult, AskRequest, Attachment, Surface
+from agent.audience import viewer_keys
+from agent.answers import AnswerResult, AskRequest, Attachment, Confirmation, Surface
 from agent.capabilities.base import CommandResult
 from agent.messages import ChatMessage
 from agent.state.base import Outcome, TurnRecord
 from agent.state.feedback import Feedback
 from bot.dedupe import Deliveries
-from bot.escalation import EscalationDesks
+from bot.escalation import EscalationDesks, Target, reachable_target
+from bot.permissions import offers_escalation
+from bot.private import asked_privately
 from bot.rate_limit import RateLimiter
 from bot.records import AnswerRecord, AnswerRecords
 
@@ -71,17 +80,57 @@ class Incoming:
     # the files that came with the question, fetched once the asker sees progress (None: no files)
     load_attachments: Callable[[], Awaitable[list[Attachment]]] | None = None
     search_anyway: bool = False  # the asker overrode a refusal ("Search the documents anyway")
+    confirmation: Confirmation | None = None  # the asker's Confirm / Cancel of a proposed action (bot/confirm.py)
+    # where the answer is shown, for the knowledge sources' audiences: the channel's id (None: a
+    # DM, a personal chat) and the asker's email, looked up only when their own audience counts
+    channel: str | None = None
+    load_email: Callable[[], Awaitable[str | None]] | None = None
+
+
+async def audience_of(incoming: Incoming, people: bool = True) -> list[str] | None:
+    """The keys the knowledge sources' audiences may name for this answer (agent/audience.py):
+    in a channel the channel's, in a DM or a private answer the asker's (id, email, domain).
+    The terminal is the deployment's own operator: unrestricted. The email is looked up only
+    when some source's audience names `people` by email or domain."""
+    if incoming.surface == "cli":
+        return None
+    email = None
+    if people and (incoming.private or not incoming.channel) and incoming.load_email is not None:
+        try:
+            email = await incoming.load_email()
+        except Exception as exc:  # no email: the asker still sees what their id and everyone may
+            log.warning("%s: the asker's email was not read (%s)", incoming.surface, type(exc).__name__)
+    return sorted(viewer_keys(channel=incoming.channel, user=incoming.user_id, email=email,
+                              private=incoming.private))
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """How one question is answered, decided once for every surface (`TurnRunner.privacy`)."""
+
+    text: str  # the question without a leading private word
+    private: bool  # only the asker sees the answer: the surface sends it ephemeral, targeted...
+    asked: bool  # it started with the private word: even in a one-to-one chat, kept nowhere
+
+    @property
+    def stored(self) -> bool:
+        """Whether the question may be remembered and passed on (`Incoming.private` is its opposite)."""
+        return not (self.private or self.asked)
 
 
 @dataclass
 class Delivery:
     """What a surface delivers: the answer, its id, the notice to show with it (once per
-    thread) and whether to offer feedback."""
+    thread), whether to offer feedback, and the buttons it offers: "Ask a person" (an
+    unanswerable answer, an escalation channel reachable from here) and "Search the documents
+    anyway" (a refusal). A private answer offers neither: nothing of it may be passed on."""
 
     result: AnswerResult
     answer_id: str
     notice: str | None
     feedback: bool
+    ask_a_person: bool = False
+    search_anyway: bool = False
 
 
 class Reply(Protocol):
@@ -117,7 +166,8 @@ class TurnRunner:
     """The flow around `Askdesk.answer` that every surface shares; what it keeps (claims, rate
     limits, answer records, feedback) lives in the service's state store, shared by replicas."""
 
-    def __init__(self, askdesk: "Askdesk", *, rate_limit: bool = True) -> None:
+    def __init__(self, askdesk: "Askdesk", *, rate_limit: bool = True,
+                 surfaces: Mapping[str, Any] | None = None) -> None:
         settings = askdesk.settings
         self.askdesk = askdesk
         self.prompts = askdesk.prompts
@@ -128,7 +178,34 @@ class TurnRunner:
         self.records = AnswerRecords(self.state, store_text=settings.store_text)
         self.store_text = settings.store_text
         self.feedback_routes = {*askdesk.capabilities().names, "clarify"}
-        self.escalation_desks = EscalationDesks()  # each running surface registers its own
+        # each running surface registers its desk; `surfaces`: the registered ones (plug-ins')
+        self.escalation_desks = EscalationDesks(surfaces)
+
+    def privacy(self, text: str, *, channel: str | None) -> Privacy:
+        """Whether a question is answered to the asker alone: in a channel or group chat (`channel`;
+        None: a one-to-one chat, private already) whose answer mode is `private`, or when it starts
+        with the private word (bot/private.py), which is taken off."""
+        settings = self.askdesk.settings
+        text, asked = asked_privately(text, settings.private_word)
+        private = channel is not None and (asked or settings.answer_mode_for(channel) == "private")
+        return Privacy(text=text, private=private, asked=asked)
+
+    def answers_follow_ups(self, channel: str) -> bool:
+        """Whether a thread in `channel` may be followed up without a new mention: only where its
+        answer mode is `thread` (a `mentions` channel answers mentions only; a `private` one has no
+        public thread to follow)."""
+        return self.askdesk.settings.answer_mode_for(channel) == "thread"
+
+    def escalation_target(self, surface: str) -> Target | None:
+        """Where "Ask a person" passes a question asked on `surface`, when reachable from this
+        process (bot/escalation.py); None: no such button."""
+        return reachable_target(self.askdesk.settings, surface, self.escalation_desks)
+
+    def offers_escalation(self, surface: str, record: AnswerRecord | None, presser: str | None) -> bool:
+        """Whether the thanks for `presser`'s 👎 offers "Ask a person": a target is reachable and
+        they may press it (bot/permissions.py)."""
+        return (self.escalation_target(surface) is not None
+                and offers_escalation(self.askdesk.settings, record, presser))
 
     async def check(self, incoming: Incoming) -> str | None:
         """Why this message gets a note instead of an answer (empty, too long, too fast), else None."""
@@ -160,7 +237,8 @@ class TurnRunner:
         request = AskRequest(text=incoming.text, surface=incoming.surface, thread_id=incoming.thread_id,
                              user_id=incoming.user_id, history=history, collection=incoming.collection,
                              attachments=attachments, private=incoming.private,
-                             search_anyway=incoming.search_anyway)
+                             search_anyway=incoming.search_anyway, confirmation=incoming.confirmation,
+                             audience=await audience_of(incoming, self.askdesk.audiences_name_people()))
         try:
             result = await self.askdesk.answer(request, progress=reply.progress,
                                                on_text=reply.text if reply.streams else None)
@@ -170,8 +248,13 @@ class TurnRunner:
         except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
             log.error("%s: answer failed (reference %s): %s", incoming.surface, answer_id, type(exc).__name__)
             result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge")
-        delivery = Delivery(result=result, answer_id=answer_id, notice=await self._notice(incoming, result),
-                            feedback=result.route in self.feedback_routes)
+        feedback = result.route in self.feedback_routes
+        passed_on = not incoming.private  # a private question offers nothing that would pass it on
+        delivery = Delivery(
+            result=result, answer_id=answer_id, notice=await self._notice(incoming, result), feedback=feedback,
+            ask_a_person=passed_on and feedback and result.unanswerable
+            and self.escalation_target(incoming.surface) is not None,
+            search_anyway=passed_on and result.route == "offtopic" and not incoming.search_anyway)
         try:
             message_id = await reply.finish(delivery)
         except Exception as exc:
@@ -191,10 +274,12 @@ class TurnRunner:
             and outcome_of(result) == "unanswerable" else None,
             sources=[r.source for r in result.references],
             latency_ms=result.latency_ms, llm_calls=result.llm_calls, overridden=incoming.search_anyway))
-        if delivery.feedback:
+        if delivery.feedback or result.route == "offtopic":  # what its buttons are checked against
             await self.records.remember(AnswerRecord(
                 answer_id=answer_id, route=result.route, sources=[r.source for r in result.references],
-                question=incoming.text), conversation=incoming.thread_id, message_id=message_id)
+                question=None if incoming.private or not delivery.feedback else incoming.text,
+                asker=incoming.user_id, private=incoming.private),
+                conversation=incoming.thread_id, message_id=message_id)
         return delivery
 
     async def _notice(self, incoming: Incoming, result: AnswerResult) -> str | None:
@@ -217,20 +302,27 @@ class TurnRunner:
     async def record_feedback(self, *, rating: str, user_id: str, surface: Surface, channel: str | None,
                               thread: str | None, answer_id: str | None = None, message_id: str | None = None,
                               route: str | None = None, sources: list[str] | None = None,
-                              comment: str | None = None) -> None:
+                              comment: str | None = None) -> AnswerRecord | None:
         """Store a 👍/👎: the answer found by its id (Slack's button carries it) or by the rated
         message in its conversation (Teams sends only that); what the button carries fills in
-        for an answer this process no longer remembers."""
+        for an answer this process no longer remembers. A comment is kept only with an answer
+        known not to be private (a private answer keeps no text anywhere). Returns the answer's
+        record, if found."""
         record = await self.records.get(answer_id) if answer_id else await self.records.by_message(thread, message_id)
         await self.state.add_feedback(Feedback(
             rating=rating, user_id=user_id, surface=surface, channel=channel, thread=thread,
             answer_id=record.answer_id if record else (answer_id or message_id),
             route=record.route if record else route,
             sources=list(record.sources) if record else list(sources or []),
-            question=record.question if record and self.store_text else None,
-            comment=comment or None,
+            question=record.question if record and self.store_text and not record.private else None,
+            comment=(comment or None) if record is not None and not record.private else None,
         ))
+        return record
 
     async def comment_feedback(self, *, answer_id: str, user_id: str, comment: str) -> None:
-        """What the person wrote after their 👎 (Slack's comment box), added to that feedback."""
+        """What the person wrote after their 👎 (Slack's comment box), added to that feedback;
+        dropped for a private answer, or one whose record is gone (it may have been private)."""
+        record = await self.records.get(answer_id)
+        if record is None or record.private:
+            return
         await self.state.comment_feedback(answer_id, user_id, comment)

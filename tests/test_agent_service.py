@@ -319,7 +319,10 @@ def test_cli_ask_json_and_demo_without_data(tmp_path, monkeypatch):
     assert empty_kb.exit_code == 0 and "unavailable" in empty_kb.stdout
 
     missing = runner.invoke(app, ["demo", "--examples", str(tmp_path / "nope")])
-    assert missing.exit_code == 2 and "demo data is missing" in missing.output
+    assert missing.exit_code == 2 and "nope: no such file or directory" in missing.output
+    (tmp_path / "no-kb").mkdir()
+    no_kb = runner.invoke(app, ["demo", "--examples", str(tmp_path / "no-kb")])
+    assert no_kb.exit_code == 2 and "demo data is missing" in no_kb.output
 
 
 def test_cli_demo_without_a_terminal_loads_the_data_and_answers_two_questions(tmp_path, monkeypatch):

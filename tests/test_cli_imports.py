@@ -17,7 +17,7 @@ from tests.test_cli_chat import DOC, data_dir, kb_data  # noqa: F401  (fixtures:
 QUESTION = "what's the weekly parent share for a family of 3 making $2,890/mo?"
 # never on the ask/search path of the embedded store with no model configured
 NOT_LOADED = ("qdrant_client", "slack_bolt", "slack_sdk", "microsoft_teams", "openai", "groq", "google.genai",
-              "instructor", "langsmith", "aiohttp")
+              "anthropic", "instructor", "tenacity", "langsmith", "aiohttp", "httpx", "trafilatura", "mcp")
 
 # runs the console script's entry in-process, then reports what was imported
 CHILD = """

@@ -13,8 +13,9 @@ import pytest
 
 from agent.answers import AnswerResult
 from bot.slack.app import make_client
-from bot.slack.reply import Features, Reply
-from bot.turn import Delivery
+from bot.slack.reply import Features, SlackReply
+from bot.slack.settings import SlackSettings
+from bot.turn import Delivery, Incoming
 from tests.fakes.slack_api import BOT_USER_ID, message_event
 from tests.test_slack_bot import AGENT, KB_DOC, bot_messages, fake_slack, final, llm, make_bot  # noqa: F401
 
@@ -145,25 +146,30 @@ async def test_an_unanswerable_question_gets_ask_a_person_on_its_answer(make_bot
     assert escalation.target_thread and "couldn't find this in the documents" in escalation.attempt
 
 
-async def test_an_unanswerable_answer_offers_ask_a_person_in_the_same_message(make_bot, fake_slack):
+async def test_an_unanswerable_answer_offers_ask_a_person_in_the_same_message(make_bot, fake_slack, monkeypatch):
     slack = await make_bot(escalation_channel=ESC)
-    client = make_client(slack.bot.settings.model_copy(update={"slack_api_url": fake_slack.api_url}), "xoxb-test")
+    client = make_client(SlackSettings(api_url=fake_slack.api_url), "xoxb-test")
     result = AnswerResult(answer="I couldn't find this in the documents.", route="knowledge", unanswerable=True)
-    for escalation, expected in ((True, True), (False, False)):
-        reply = Reply(client, channel="C0001", thread_ts="1700004000.000100", team_id="T0001", streaming=False,
-                      features=Features())
-        reply.escalation = escalation
-        await reply.finish(Delivery(result=result, answer_id="a1", notice=None, feedback=True))
+    for offered in (True, False):  # the turn runner decides (bot/turn.py); the reply draws what it is told
+        reply = SlackReply(client, channel="C0001", thread_ts="1700004000.000100", team_id="T0001", streaming=False,
+                           features=Features())
+        await reply.finish(Delivery(result=result, answer_id="a1", notice=None, feedback=True, ask_a_person=offered))
         message = fake_slack.calls_to("chat.postMessage")[-1].args
         labels = [b["text"]["text"] for b in buttons(message)]
-        assert any("Ask a person" in label for label in labels) is expected
-    # an answer the documents support offers no button
-    reply = Reply(client, channel="C0001", thread_ts="1700004000.000100", team_id="T0001", streaming=False,
-                  features=Features())
-    reply.escalation = True
-    await reply.finish(Delivery(result=result.model_copy(update={"unanswerable": False}), answer_id="a2",
-                                notice=None, feedback=True))
-    assert not any("Ask a person" in b["text"]["text"] for b in buttons(fake_slack.calls_to("chat.postMessage")[-1].args))
+        assert any("Ask a person" in label for label in labels) is offered
+    # the runner offers it on an unanswerable answer of a question that may be passed on, only
+    runner = slack.bot.services.runner
+    assert runner.escalation_target("slack") == ("slack", ESC)
+    for unanswerable, private in ((True, False), (False, False), (True, True)):
+        async def answered(request, **_):
+            return result.model_copy(update={"unanswerable": unanswerable})
+
+        monkeypatch.setattr(runner.askdesk, "answer", answered)
+        reply = SlackReply(client, channel="C0001", thread_ts="1700004000.000100", team_id="T0001", streaming=False,
+                           features=Features())
+        delivery = await runner.run(Incoming(surface="slack", text="who is eligible?", thread_id="C0001:t",
+                                             user_id="U0001", private=private), reply)
+        assert delivery is not None and delivery.ask_a_person is (unanswerable and not private)
 
 
 async def test_without_an_escalation_channel_no_button_is_offered(make_bot, fake_slack, llm):

@@ -129,7 +129,7 @@ async def test_thumbs_down_offers_ask_a_person_and_passes_the_question_on(make_b
     [answer] = connector.sent_messages(asked["id"])
     assert not actions(answer)  # a supported answer has no button of its own
     status, _ = await teams.post(feedback_invoke(connector.service_url, reaction="dislike", reply_to_id=answer["id"],
-                                                 conversation=asked))
+                                                 conversation=asked, user="29:user-cy"))
     assert status == 200
     await teams.bot.drain()
     [ask] = actions(connector.sent_messages(asked["id"])[-1])

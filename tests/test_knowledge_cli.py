@@ -80,14 +80,14 @@ def test_cli_errors_are_one_line_without_traceback(cli_env, tmp_path, monkeypatc
     assert "Traceback" not in result.output
 
     result = _run("ingest", str(tmp_path / "nowhere"))
-    assert result.exit_code == 1 and "no such file or directory" in result.stderr
+    assert result.exit_code == 2 and result.stderr == f"error: {tmp_path / 'nowhere'}: no such file or directory\n"
 
     eval_file = tmp_path / "eval.yaml"
     eval_file.write_text("retrieval:\n  - {id: a, question: q, must_contain: [x]}\n", encoding="utf-8")
     result = _run("eval", str(eval_file))
     assert result.exit_code == 1 and result.stderr.startswith("error: the knowledge base 'kb' is empty")
     result = _run("eval", str(tmp_path / "missing.yaml"))
-    assert result.exit_code == 2 and "is not a file" in result.stderr
+    assert result.exit_code == 2 and "missing.yaml: no such file or directory" in result.stderr
 
     monkeypatch.setenv("ASKDESK_EMBEDDER", "openai:text-embedding-3-small")  # no key set in tests
     doc = tmp_path / "note.md"

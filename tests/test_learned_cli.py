@@ -55,4 +55,4 @@ def test_learned_answers_are_listed_searched_and_removed(cli_env, kb_subset):
     found = json.loads(_run("search", "grandparent pick up child enrollment form", "--json").stdout)
     assert all(r["source"] != name for r in found)
     again = _run("learned", "remove", name)
-    assert again.exit_code == 1 and "no learned answer named" in again.stderr
+    assert again.exit_code == 2 and "no learned answer named" in again.stderr  # a bad argument

@@ -67,8 +67,10 @@ def test_errors_and_exit_codes(tmp_path, monkeypatch):
     assert bad.exit_code == 2 and "office.yaml: fields.location: Input tag 'globe'" in bad.output
     assert not (tmp_path / "data" / "registries" / "office.yaml").exists()  # a broken declaration is not kept
 
-    assert invoke("registry", "ingest", "office", str(tmp_path / "no.csv"), "--declaration",
-                  str(OFFICE_YAML)).exit_code == 2
+    no_file = invoke("registry", "ingest", "office", str(tmp_path / "no.csv"), "--declaration", str(OFFICE_YAML))
+    assert no_file.exit_code == 2 and no_file.output == f"error: {tmp_path / 'no.csv'}: no such file or directory\n"
+    assert not (tmp_path / "data" / "registries" / "office.yaml").exists()  # checked before anything is kept
+    assert invoke("registry", "ingest", "office", str(OFFICES), "--declaration", str(OFFICE_YAML)).exit_code == 0
     rows = tmp_path / "rows.csv"
     lines = OFFICES.read_text(encoding="utf-8").splitlines()
     rows.write_text("\n".join([lines[0], lines[1].replace(",850,", ",many,"), lines[2]]) + "\n", encoding="utf-8")

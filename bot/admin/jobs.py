@@ -50,7 +50,27 @@ async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event
         return ingest_output(report, request.as_json)
     if request.op == "learned-remove":
         return await learned_remove(runtime, request.paths[0] if request.paths else "")
+    if request.op == "sync":
+        return await sync_job(runtime, request.paths, full=request.full, as_json=request.as_json)
     return await run_registry_job(runtime, request)  # `registry ingest` (and its shortcuts)
+
+
+async def sync_job(runtime: "Runtime", names: list[str], *, full: bool = False, as_json: bool = False) -> JobOutput:
+    """`askdesk sync [NAME…] [--full]`, locally or handed over to a running bot."""
+    from agent.sources.base import SourceError
+    from agent.sources.config import SourcesFileError
+    from agent.sources.sync import sync_all
+
+    try:
+        reports = await sync_all(runtime, names or None, full=full)
+    except (SourcesFileError, SourceError) as exc:
+        return JobOutput(stderr=[f"error: {exc}"], code=2)
+    if as_json:
+        stdout = [json.dumps([r.to_json() for r in reports], indent=2, ensure_ascii=False)]
+    else:
+        stdout = [r.summary() for r in reports] or ["no sources declared: see docs/sources.md (sources.yaml)"]
+        stdout += [f"  unreadable: {d}: {why}" for r in reports for d, why in r.failed[:10]]
+    return JobOutput(stdout=stdout, code=1 if any(r.error for r in reports) else 0)
 
 
 async def learned_remove(runtime: "Runtime", name: str) -> JobOutput:
@@ -60,7 +80,7 @@ async def learned_remove(runtime: "Runtime", name: str) -> JobOutput:
     report = await remove(runtime, runtime.settings.learned_path, name)
     if report is None:
         return JobOutput(stderr=[f"error: no learned answer named {printable(name)} (see `askdesk learned list`)"],
-                         code=1)
+                         code=2)  # a bad argument, like a missing path: exit code 2
     return JobOutput(stdout=[f"removed {printable(name)}" + (" and its passages" if report.pruned else "")])
 
 

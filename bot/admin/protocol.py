@@ -13,12 +13,13 @@ from pydantic import BaseModel, Field
 
 
 class JobRequest(BaseModel):
-    op: Literal["ingest", "registry-ingest", "learned-remove"]
+    op: Literal["ingest", "registry-ingest", "learned-remove", "sync"]
     paths: list[str] = Field(default_factory=list)  # absolute, as the client resolved them
     collection: str | None = None
     registry: str | None = None  # registry-ingest: the registry's name
     declaration: str | None = None  # registry-ingest: its declaration (absolute path), as the client read it
     prune: bool = False
+    full: bool = False  # sync: list everything again
     as_json: bool = False
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -10,6 +12,37 @@ from agent.config import load_settings
 from agent.runtime import Runtime
 
 EXIT_IN_USE = 3  # another process holds the embedded store
+EXIT_USAGE = 2  # a bad argument or path: one `error: …` line (bot/cli.py)
+
+
+def usage_error(message: str) -> SystemExit:
+    """The one line for a bad argument or path, exit code 2, in every command."""
+    from bot.printable import printable
+
+    typer.echo(f"error: {printable(message)}", err=True)
+    return SystemExit(EXIT_USAGE)
+
+
+def existing(path: Path, kind: Literal["file", "directory", "any"] = "any") -> Path:
+    """`path` if it exists (and is a file or a directory, when `kind` says which); else the
+    usage error, worded the same way by every command, before any work is done."""
+    if not path.exists():
+        raise usage_error(f"{path}: no such file or directory")
+    if kind == "file" and not path.is_file():
+        raise usage_error(f"{path} is not a file")
+    if kind == "directory" and not path.is_dir():
+        raise usage_error(f"{path} is not a directory")
+    return path
+
+
+def writable_target(path: Path, *, makes_parents: bool = False) -> Path:
+    """`path` if a file can be written there (not a directory; its directory exists, unless the
+    command creates it); checked before the work, so a typo in --out or --html costs nothing."""
+    if path.is_dir():
+        raise usage_error(f"{path} is a directory: give a file name")
+    if not makes_parents and not path.parent.is_dir():
+        raise usage_error(f"{path.parent}: no such directory")
+    return path
 
 
 def store_in_use(exc: Exception) -> SystemExit:

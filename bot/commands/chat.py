@@ -88,7 +88,7 @@ class TerminalReply:
 
     async def finish(self, delivery) -> None:
         result = delivery.result
-        self.refused = result.route == "offtopic"
+        self.refused = delivery.search_anyway  # a refusal the turn runner offers to search anyway
         if self.as_json:
             from bot.printable import json_safe
 
@@ -163,6 +163,24 @@ async def _read_line(console: Console, prompt: str) -> str:
     return await done
 
 
+async def _decide(console: Console, runner, action, thread: str, shown: str | None) -> None:
+    """y/N under calls that change something (agent/tools/actions.py): y runs them with exactly
+    the arguments shown and answers from what they returned; anything else cancels them."""
+    from rich.markup import escape
+
+    from agent.answers import Confirmation
+    from bot.turn import Incoming
+
+    try:
+        said = await _read_line(console, f"[bold]{escape(runner.prompts.text('action_terminal'))}[/bold] ")
+    except (EOFError, KeyboardInterrupt, asyncio.CancelledError):
+        said = ""
+    confirmation = Confirmation(action=action, confirmed=said.strip().lower() in ("y", "yes"))
+    reply = TerminalReply(console, console, header="[bold blue]askdesk>[/bold blue]", shown_notice=shown)
+    await runner.run(Incoming(surface="cli", text=action.question, thread_id=thread, user_id="cli",
+                              confirmation=confirmation), reply)
+
+
 async def _chat_loop(settings: Settings, thread: str, questions: list[str] | None = None, service=None) -> None:
     """Interactive chat; with `questions`, answers those and returns (non-interactive demo)."""
     from agent.turn.service import Askdesk
@@ -205,9 +223,11 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
                 text = refused
             reply = TerminalReply(console, console, header="[bold blue]askdesk>[/bold blue]", shown_notice=shown)
             reply.hint = service.prompts.render("search_anyway_terminal")
-            await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli",
-                                      search_anyway=anyway), reply)
+            delivery = await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli",
+                                                 search_anyway=anyway), reply)
             refused = text if reply.refused else None
+            if delivery is not None and delivery.result.action is not None and scripted is None:
+                await _decide(console, runner, delivery.result.action, thread, shown)
             console.print()
     finally:
         if own:
@@ -290,8 +310,13 @@ def ask_cmd(
                                        help="Search the documents even if the question would be refused as off-topic."),
 ) -> None:
     """Ask one question and print the answer with its sources."""
+    from bot.commands import usage_error
+
+    text = " ".join(question)
+    if not text.strip():  # a script that lost its question gets a failure, not an answer to nothing
+        raise usage_error('the question is empty: askdesk ask "your question"')
     thread = thread or f"ask-{uuid.uuid4().hex[:8]}"
-    raise typer.Exit(asyncio.run(_ask_once(load_settings(), " ".join(question), thread, as_json, search_anyway)))
+    raise typer.Exit(asyncio.run(_ask_once(load_settings(), text, thread, as_json, search_anyway)))
 
 
 def chat_cmd(
@@ -306,6 +331,10 @@ def demo_cmd(
 ) -> None:
     """Load a sample folder (default: the demo's), then chat (non-interactive: answers a sample question
     and each registry's example)."""
+    from bot.commands import existing
+
+    if examples is not None:
+        existing(examples, "directory")
     examples = examples or examples_dir()
     if not (examples / "kb").is_dir():
         typer.echo(

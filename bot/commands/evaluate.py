@@ -11,7 +11,7 @@ import typer
 from agent.config import load_settings
 from agent.runtime import Runtime
 from agent.store import StoreInUse
-from bot.commands import store_in_use
+from bot.commands import existing, store_in_use
 
 
 def eval_cmd(
@@ -25,9 +25,7 @@ def eval_cmd(
     from agent.state.memory import MemoryState
     from agent.turn.service import Askdesk
 
-    if not file.is_file():
-        typer.echo(f"error: {file} is not a file", err=True)
-        raise typer.Exit(2)
+    existing(file, "file")
     try:
         load_eval_file(file)
     except Exception as exc:  # YAML syntax error, wrong top-level type

@@ -15,6 +15,7 @@ import typer
 from typing import TYPE_CHECKING
 
 from agent.config import Settings, load_settings
+from bot.commands import existing
 from bot.commands.registry import find_declaration, ingest, install_declaration, search
 
 if TYPE_CHECKING:
@@ -50,9 +51,7 @@ def ingest_facilities_cmd(
     from agent.registry.declaration import DeclarationError
     from bot.admin.protocol import JobRequest
 
-    if not file.is_file():
-        typer.echo(f"error: {file} is not a file", err=True)
-        raise typer.Exit(2)
+    existing(file, "file")
     try:
         decl = facility_declaration(load_settings())
     except DeclarationError as exc:

@@ -9,7 +9,7 @@ import typer
 
 from agent.runtime import Runtime
 from agent.store import StoreInUse
-from bot.commands import emit, hand_over, run_with_runtime, store_in_use
+from bot.commands import emit, existing, hand_over, run_with_runtime, store_in_use, usage_error
 from bot.admin.jobs import ingest_output
 from bot.printable import json_safe, printable
 
@@ -143,6 +143,8 @@ def ingest_cmd(
 
     import sys
 
+    for path in paths:
+        existing(path)
     if collection is not None and not collection.strip():
         raise _fail("--collection is empty: give a collection name, or leave the option out for the default", 2)
     seed_embeddings(paths)
@@ -204,6 +206,8 @@ def search_cmd(
     """Search the knowledge base the way the bot does (no model needed)."""
     from agent.knowledge.search import KnowledgeBaseUnavailable, search
 
+    if not query.strip():
+        raise usage_error('the query is empty: askdesk search "what to look for"')
     if collection is not None and not collection.strip():
         raise _fail("--collection is empty: give a collection name, or leave the option out for the default", 2)
     if mode not in ("hybrid", "dense", "sparse"):

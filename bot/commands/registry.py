@@ -16,7 +16,7 @@ import typer
 from agent.config import Settings, load_settings
 from agent.store import StoreInUse
 from bot.admin.jobs import ingest_registry, registry_output
-from bot.commands import emit, hand_over, run_with_runtime
+from bot.commands import emit, existing, hand_over, run_with_runtime
 from bot.printable import json_safe, printable
 
 if TYPE_CHECKING:
@@ -68,8 +68,7 @@ def ingest(decl: "Declaration", file: Path, collection: str | None, request: "Jo
     """Ingest locally, or hand `request` to the running bot that holds the store."""
     from agent.registry.records import RegistryFormatError
 
-    if not file.is_file():
-        raise _fail(f"{file} is not a file")
+    existing(file, "file")
     try:
         report = run_with_runtime(lambda rt: ingest_registry(rt, decl, file, collection))
     except RegistryFormatError as exc:
@@ -148,6 +147,9 @@ def ingest_cmd(
     from agent.registry.declaration import DeclarationError
     from bot.admin.protocol import JobRequest
 
+    existing(file, "file")
+    if declaration is not None:
+        existing(declaration, "file")
     settings = load_settings()
     try:
         decl = install_declaration(settings, name, declaration) if declaration else find_declaration(settings, name)

@@ -78,7 +78,10 @@ def report_cmd(
     """Knowledge-gap report: questions, outcomes, feedback, escalations, most-cited documents, and
     the unanswered and down-voted questions grouped by meaning."""
     from agent.report.text import lines
+    from bot.commands import writable_target
 
+    if html is not None:
+        writable_target(html)
     if forget_before is not None:
         deleted = run(forget(forget_before))
         typer.echo("forgot " + ", ".join(f"{n} {table}" for table, n in deleted.items()))

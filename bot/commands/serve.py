@@ -1,35 +1,38 @@
-"""`askdesk serve slack|teams|slack teams`: run the chat bots, in ONE process over one Askdesk.
+"""`askdesk serve <surface>...`: run the named surfaces (slack, teams, mcp, or any a plug-in
+registers: bot/surface.py) in ONE process over one Askdesk and one turn runner.
 
-The embedded stores admit one process per data dir, so both surfaces are served by the
-same process (`askdesk serve slack teams`), and a second `askdesk serve` on the same data
-dir stops at once with one line naming the holder (agent/store/lock.py, exit code 3),
-before it contacts Slack or Teams. `askdesk ingest` hands its jobs to the running server
-through the local admin channel (bot/admin).
+The embedded stores admit one process per data dir, so every surface is served by the same
+process (`askdesk serve slack teams`), and a second `askdesk serve` on the same data dir stops
+at once with one line naming the holder (agent/store/lock.py, exit code 3), before it contacts
+any platform. `askdesk ingest` hands its jobs to the running server through the local admin
+channel (bot/admin).
 
-Slack: Socket Mode when `SLACK_APP_TOKEN` is set (development: no public URL needed), HTTP
-mode otherwise (`POST /slack/events` on `--port`/`ASKDESK_PORT`). Teams: the Teams SDK's
-`POST /api/messages` on `--teams-port`/`ASKDESK_TEAMS_PORT` (CLIENT_ID/CLIENT_SECRET/
-TENANT_ID, or ASKDESK_TEAMS_DEV_MODE=true locally). Configuration mistakes (missing or
-rejected credentials, a busy port or data dir) end with one clear line on stderr and exit
-code 2, never a traceback.
+Each surface goes through the same steps, and this module names none of them: its
+configuration is checked (`Surface(settings)`) before anything opens, it reaches its platform
+(`connect`) before the stores open, it starts over the shared service (`start(desk)`) and is
+stopped, in reverse order, at SIGINT/SIGTERM. Configuration mistakes (missing or rejected
+credentials, a busy port or data dir, an unknown surface) end with one clear line on stderr
+and exit code 2, never a traceback; a surface plug-in that fails to load is one log line and
+the others serve.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import time
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, TypeVar
 
 import typer
 
-log = logging.getLogger("askdesk.serve")
+if TYPE_CHECKING:
+    from agent.plugins import Registrar
+    from bot.surface import Surface
 
-SURFACES = ("slack", "teams")
+log = logging.getLogger("askdesk.serve")
+T = TypeVar("T")
 
 
 class StartupError(Exception):
@@ -40,96 +43,12 @@ def register(app: typer.Typer) -> None:
     app.command("serve", no_args_is_help=True)(serve)
 
 
-# --- Slack ------------------------------------------------------------------------------------
-
-
-def check_tokens(bot_token: str | None, app_token: str | None, signing_secret: str | None) -> str:
-    """The mode ('socket' or 'http'), or StartupError naming the missing/malformed variable."""
-    if not bot_token:
-        raise StartupError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from the app's "
-                           "OAuth & Permissions page (see docs/slack.md).")
-    if not bot_token.startswith("xoxb-"):
-        raise StartupError("SLACK_BOT_TOKEN must be a bot token starting with xoxb-.")
-    if app_token:
-        if not app_token.startswith("xapp-"):
-            raise StartupError("SLACK_APP_TOKEN must be an app-level token starting with xapp- "
-                               "(Basic Information → App-Level Tokens, scope connections:write).")
-        return "socket"
-    if not signing_secret:
-        raise StartupError("SLACK_SIGNING_SECRET is not set (HTTP mode): copy it from Basic Information → App "
-                           "Credentials, or set SLACK_APP_TOKEN to use Socket Mode.")
-    return "http"
-
-
-async def verify_bot_token(client) -> dict:
-    """auth.test once at start-up, so a wrong token fails now, not at the first question."""
-    from slack_sdk.errors import SlackApiError
-
+async def _cancel(task: asyncio.Task) -> None:
+    task.cancel()
     try:
-        return (await client.auth_test()).data  # type: ignore[return-value]
-    except SlackApiError as exc:
-        raise StartupError(f"Slack rejected SLACK_BOT_TOKEN ({exc.response.get('error')}): check the token and "
-                           "that the app is installed in the workspace.") from None
-    except Exception as exc:  # connection refused, DNS, TLS ...
-        raise StartupError(f"cannot reach the Slack API at {client.base_url}: {type(exc).__name__}: {exc}") from None
-
-
-@dataclass
-class SlackConfig:
-    bot_token: str
-    app_token: str | None
-    signing_secret: str | None
-    mode: str
-    identity: dict = field(default_factory=dict)
-
-
-def slack_config() -> SlackConfig:
-    bot_token = os.environ.get("SLACK_BOT_TOKEN")
-    app_token = os.environ.get("SLACK_APP_TOKEN")
-    signing_secret = os.environ.get("SLACK_SIGNING_SECRET")
-    mode = check_tokens(bot_token, app_token, signing_secret)
-    return SlackConfig(bot_token or "", app_token, signing_secret, mode)
-
-
-async def start_slack(settings, askdesk, runner, config: SlackConfig, host: str):
-    """The running Slack bot and a coroutine function that stops it."""
-    from bot.slack.app import build_slack_app, make_client
-
-    bot = build_slack_app(settings, askdesk, token=config.bot_token, runner=runner,
-                          signing_secret=config.signing_secret if config.mode == "http" else None)
-    who = f"@{config.identity.get('user')} in {config.identity.get('team')}"
-    if config.mode == "socket":
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-        from slack_sdk.errors import SlackApiError
-
-        handler = AsyncSocketModeHandler(bot.app, config.app_token, web_client=make_client(settings, None))
-        try:
-            await handler.connect_async()
-        except SlackApiError as exc:
-            raise StartupError(f"Slack rejected SLACK_APP_TOKEN ({exc.response.get('error')}): create an "
-                               "app-level token with the connections:write scope.") from None
-        typer.echo(f"askdesk: Slack Socket Mode connected as {who}", err=True)
-
-        async def stop_socket() -> None:
-            await handler.close_async()
-            await bot.drain(timeout=30, cancel=True)  # SIGTERM: in-flight answers get 30 s
-
-        return bot, stop_socket, None
-    try:
-        runner, port = await bot.start_http(host, settings.port)
-    except OSError as exc:
-        raise StartupError(f"cannot listen on {host}:{settings.port} ({exc.strerror or exc}): set "
-                           "ASKDESK_PORT or --port to a free port.") from None
-    typer.echo(f"askdesk: Slack HTTP mode as {who}, listening on http://{host}:{port}/slack/events", err=True)
-
-    async def stop_http() -> None:
-        await runner.cleanup()
-        await bot.drain(timeout=30, cancel=True)  # SIGTERM: in-flight answers get 30 s
-
-    return bot, stop_http, port
-
-
-# --- one process, every surface -------------------------------------------------------------
+        await task
+    except asyncio.CancelledError:
+        pass
 
 
 async def start_admin_channel(settings, runtime):
@@ -157,50 +76,100 @@ async def open_state_store(settings):
 
 @dataclass
 class Served:
-    """What `run_serve` started (tests and benchmarks reach the bots through `on_ready`)."""
+    """What `run_serve` started (tests and benchmarks reach the bots through `on_ready`):
+    `served.surfaces["slack"]`, or by name, `served.slack` (its running bot) and
+    `served.slack_port` (where it listens)."""
 
     askdesk: Any
-    slack: Any = None
-    teams: Any = None
-    slack_port: int | None = None
-    teams_port: int | None = None
+    surfaces: dict[str, "Surface"] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        surfaces = self.__dict__.get("surfaces") or {}
+        surface = surfaces.get(name.removesuffix("_port"))
+        if surface is None:
+            raise AttributeError(name)
+        return surface.app if name == surface.name else surface.port
 
 
-def parse_surfaces(names: list[str]) -> list[str]:
+def available(plugins: "Registrar") -> str:
+    return ", ".join(sorted(plugins.surfaces)) or "none is installed"
+
+
+def parse_surfaces(names: list[str], plugins: "Registrar") -> list[str]:
+    """The registered surfaces named, in order, once each; StartupError for an unknown one (with
+    why, when its plug-in failed to load)."""
     chosen: list[str] = []
     for name in names:
         key = name.strip().lower()
-        if key not in SURFACES:
-            raise StartupError(f"unknown surface {name!r}: choose slack, teams or both (askdesk serve slack teams).")
+        if key not in plugins.surfaces:
+            broken = next((error for plugin, _, error in plugins.failed if plugin == key), None)
+            why = f" (its plug-in failed to load: {broken.splitlines()[0]})" if broken else ""
+            raise StartupError(f"unknown surface {name!r}{why}: choose {available(plugins)}, or several "
+                               "(askdesk serve slack teams).")
         if key not in chosen:
             chosen.append(key)
     if not chosen:
-        raise StartupError("name the surface(s) to serve: askdesk serve slack | teams | slack teams.")
+        raise StartupError(f"name the surface(s) to serve: {available(plugins)} (askdesk serve slack teams).")
     return chosen
 
 
+def configure(plugins: "Registrar", names: list[str], settings) -> list["Surface"]:
+    """Each named surface with its configuration checked; nothing is opened yet."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from agent.config import PluginSettings
+    from bot.surface import Surface, SurfaceError
+
+    surfaces = []
+    for name in parse_surfaces(names, plugins):
+        cls = plugins.surfaces[name]
+        if not (isinstance(cls, type) and issubclass(cls, Surface)):
+            raise StartupError(f"surface {name!r} ({cls!r}) is not a bot.surface.Surface: its plug-in cannot serve.")
+        try:
+            surfaces.append(cls(settings))
+        except SurfaceError as exc:
+            raise StartupError(str(exc)) from None
+        except ValidationError as exc:  # its own settings: named by their variable, not the field
+            first = exc.errors()[0]
+            where = str(first.get("loc", ("?",))[0])
+            config = getattr(cls, "settings", None)
+            if isinstance(config, type) and issubclass(config, PluginSettings) and where in config.model_fields:
+                where = config.env_names(where)[0]
+            raise StartupError(f"invalid setting {where}: {first.get('msg')}") from None
+        except SettingsError as exc:  # a value the environment gives that is not JSON where JSON is due
+            raise StartupError(f"invalid setting of the {name} surface: {exc}") from None
+    return surfaces
+
+
+async def _step(surface: "Surface", step: Awaitable[T]) -> T:
+    """A surface's `connect` or `start`: its SurfaceError, or a plug-in's bug, as one line."""
+    from bot.surface import SurfaceError
+
+    try:
+        return await step
+    except SurfaceError as exc:
+        raise StartupError(str(exc)) from None
+    except Exception as exc:
+        log.debug("the %s surface did not start", surface.name, exc_info=True)
+        raise StartupError(f"the {surface.name} surface did not start: {type(exc).__name__}: {exc}") from None
+
+
 async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.Event | None = None,
-                    on_ready: Callable[[Served], Any] | None = None) -> None:
-    """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM)."""
+                    on_ready: Callable[[Served], Any] | None = None, plugins: "Registrar | None" = None) -> None:
+    """Start the surfaces over one Askdesk and serve until `stop` is set (or SIGINT/SIGTERM).
+    `plugins`: where surfaces are found (default: the installed `askdesk.plugins` entry points)."""
+    from agent.plugins import plugins as installed
     from agent.runtime import Runtime
-    from bot.turn import TurnRunner
-    from agent.turn.service import Askdesk
     from agent.store import StoreInUse
     from agent.store.lock import DirectoryLock
+    from agent.turn.service import Askdesk
+    from bot.surface import Desk
+    from bot.turn import TurnRunner
 
-    surfaces = parse_surfaces(surfaces)
+    registered = installed() if plugins is None else plugins
     # every configuration check first: nothing is opened for a setup that cannot start
-    slack = slack_config() if "slack" in surfaces else None
-    teams_auth = None
-    if "teams" in surfaces:
-        from bot.teams.credentials import DEV_MODE_WARNING, TeamsConfigError, teams_auth as read_auth
-
-        try:
-            teams_auth = read_auth(settings)
-        except TeamsConfigError as exc:
-            raise StartupError(str(exc)) from None
-        if teams_auth.dev_mode:
-            typer.echo(DEV_MODE_WARNING, err=True)
+    chosen = configure(registered, surfaces, settings)
     if not settings.qdrant_url:
         DirectoryLock.check_free(settings.data_dir)  # StoreInUse: one line (exit 3) before any platform call
 
@@ -208,10 +177,8 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
     askdesk = runtime = admin = None
     state = await open_state_store(settings)  # a database that is down stops the start here
     try:
-        if slack is not None:
-            from bot.slack.app import make_client
-
-            slack.identity = await verify_bot_token(make_client(settings, slack.bot_token))
+        for surface in chosen:
+            await _step(surface, surface.connect())  # a rejected token stops the start here
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -231,30 +198,22 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
             log.warning("embedder not loaded at start-up: %s", type(exc).__name__)
         askdesk = Askdesk.create(settings, runtime=runtime, state=state)
         askdesk.starting()  # /healthz says "starting" until the warm-up below has run
-        runner = TurnRunner(askdesk)  # one rate limit, one set of answer records, for every surface
+        # one rate limit, one set of answer records, one set of escalation desks for every surface
+        runner = TurnRunner(askdesk, surfaces=registered.surfaces)
         admin = await start_admin_channel(settings, runtime)
+        desk = Desk(settings=settings, askdesk=askdesk, runner=runner, host=host)
         served = Served(askdesk=askdesk)
-        if slack is not None:
-            served.slack, stopper, served.slack_port = await start_slack(settings, askdesk, runner, slack, host)
-            running.append(stopper)
-        if teams_auth is not None:
-            from bot.teams.run import TeamsStartError, endpoint, start_teams
-            from bot.teams.server import SWITCH_INTERVAL
-
-            # this process serves: the Teams listener thread gets the GIL back sooner (server.py)
-            sys.setswitchinterval(min(SWITCH_INTERVAL, sys.getswitchinterval()))
-
-            try:
-                teams = await start_teams(settings, askdesk, runner, host=host, auth=teams_auth)
-            except TeamsStartError as exc:
-                raise StartupError(str(exc)) from None
-            running.append(teams.stop)
-            served.teams, served.teams_port = teams.bot, teams.port
-            typer.echo(f"askdesk: Teams bot listening on {endpoint(host, teams.port)}", err=True)
+        for surface in chosen:
+            running.append(await _step(surface, surface.start(desk)))
+            served.surfaces[surface.name] = surface
         # listening (Slack's first event is acked) while everything a first question needs loads
         started = time.perf_counter()
         await askdesk.warm_up()
         typer.echo(f"askdesk: ready (warmed up in {time.perf_counter() - started:.1f} s)", err=True)
+        from agent.sources.schedule import keep_in_sync
+
+        syncing = asyncio.create_task(keep_in_sync(runtime, stop))  # sources.yaml, every ASKDESK_SYNC_INTERVAL
+        running.append(lambda: _cancel(syncing))
         if on_ready is not None:
             on_ready(served)
         await stop.wait()
@@ -280,14 +239,15 @@ async def run_slack(settings, *, host: str, stop: asyncio.Event | None = None) -
 
 
 def serve(
-    surfaces: List[str] = typer.Argument(..., help="What to serve: slack, teams, or both (slack teams) in one process."),
+    surfaces: List[str] = typer.Argument(..., help="What to serve: slack, teams, mcp (MCP over HTTP), a plug-in's "
+                                         "surface (askdesk plugins lists them), or several in one process."),
     port: Optional[int] = typer.Option(None, help="Slack HTTP mode port (default ASKDESK_PORT or 3000)."),
     teams_port: Optional[int] = typer.Option(None, help="Teams messaging endpoint port (default ASKDESK_TEAMS_PORT or 3978)."),
     host: str = typer.Option("0.0.0.0", help="Bind address of the HTTP listeners."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log each request."),
 ) -> None:
-    """Serve the chat bots: Slack (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on /slack/events)
-    and/or Teams (POST /api/messages), over one askdesk in one process."""
+    """Serve the surfaces, over one askdesk in one process: Slack (Socket Mode if SLACK_APP_TOKEN
+    is set, else HTTP on /slack/events), Teams (POST /api/messages), MCP (/mcp), a plug-in's."""
     from pydantic import ValidationError
 
     from agent.config import load_settings
@@ -298,7 +258,7 @@ def serve(
     if port is not None:
         overrides["port"] = port
     if teams_port is not None:
-        overrides["teams_port"] = teams_port
+        overrides["teams_port"] = teams_port  # a keyword for the Teams surface's own settings
     try:
         settings = load_settings(**overrides)
         asyncio.run(run_serve(settings, surfaces, host=host))
@@ -312,3 +272,4 @@ def serve(
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         pass
+

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from agent.config import load_settings
 from bot.commands import run_with_runtime
+
+if TYPE_CHECKING:
+    from agent.config import Settings
 
 
 def _fail(message: str) -> None:
@@ -28,43 +31,43 @@ def sync_cmd(
     full: bool = typer.Option(False, "--full", help="List everything again instead of the changes since the last sync."),
     as_json: bool = typer.Option(False, "--json", help="Print each source's report as JSON."),
 ) -> None:
-    """Bring the knowledge base in line with the declared sources (incremental after the first run)."""
+    """Bring the knowledge base in line with the declared sources (incremental after the first run).
+    While `askdesk serve` holds the store, the running bot does it."""
     from agent.sources.base import SourceError
     from agent.sources.config import SourcesFileError
     from agent.sources.sync import sync_all
+    from agent.store import StoreInUse
+    from bot.admin.jobs import sync_job
+    from bot.admin.protocol import JobOutput, JobRequest
+    from bot.commands import emit, hand_over
     from bot.commands.sync_progress import TerminalProgress
 
-    progress = None if as_json else TerminalProgress()
+    async def local(runtime) -> JobOutput:  # noqa: ANN001
+        if as_json:
+            return await sync_job(runtime, names or [], full=full, as_json=True)
+        with TerminalProgress() as progress:  # the same job, with a bar on a terminal
+            try:
+                reports = await sync_all(runtime, names or None, full=full, progress=progress)
+            except (SourcesFileError, SourceError) as exc:
+                return JobOutput(stderr=[f"error: {exc}"], code=2)
+        stdout = [r.summary() for r in reports] or ["no sources declared: see docs/sources.md (sources.yaml)"]
+        stdout += [f"  unreadable: {d}: {why}" for r in reports for d, why in r.failed[:10]]
+        return JobOutput(stdout=stdout, code=1 if any(r.error for r in reports) else 0)
+
     try:
-        with progress or _Nothing():
-            reports = run_with_runtime(lambda runtime: sync_all(runtime, names or None, full=full, progress=progress))
-    except (SourcesFileError, SourceError) as exc:
-        _fail(str(exc))
-        return
-    if as_json:
-        typer.echo(json.dumps([r.to_json() for r in reports], indent=2, ensure_ascii=False))
-    else:
-        if not reports:
-            typer.echo("no sources declared: see docs/sources.md (sources.yaml)")
-        for report in reports:
-            typer.echo(report.summary())
-            for document, reason in report.failed[:10]:
-                typer.echo(f"  unreadable: {document}: {reason}")
-    if any(r.error for r in reports):
-        raise SystemExit(1)
+        output = run_with_runtime(local)
+    except StoreInUse as exc:
+        output = hand_over(JobRequest(op="sync", paths=names or [], full=full, as_json=as_json), exc)
+    emit(output)
 
 
-class _Nothing:
-    def __enter__(self) -> None: ...
-    def __exit__(self, *exc: Any) -> None: ...
-
-
-def source_rows() -> list[dict[str, Any]]:
-    """Each declared source with its state: kind, audience, documents, last and next sync, last error."""
+def source_rows(settings: "Settings | None" = None) -> list[dict[str, Any]]:
+    """Each declared source with its state: kind, audience, documents, last and next sync, last error
+    (`settings`: a running process's, such as the console's; default: read them now)."""
     from agent.sources.config import load_sources
     from agent.sources.state import SyncState
 
-    settings = load_settings()
+    settings = settings or load_settings()
     sources = load_sources(settings)
     state = SyncState(settings.data_dir / "sources.sqlite")
     try:
@@ -115,16 +118,17 @@ def plugins_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
 
     loaded = plugins()
     rows = [{"kind": x.kind, "name": x.name, "plugin": x.plugin, "package": x.package, "version": x.version,
-             "settings": list(x.settings), "missing": list(x.missing)} for x in loaded.loaded]
+             "settings": list(x.settings), "missing": list(x.missing)}
+            for x in sorted(loaded.loaded, key=lambda x: (x.kind, x.name))]
     broken = [{"plugin": p, "package": pkg, "error": err} for p, pkg, err in loaded.failed]
     if as_json:
         typer.echo(json.dumps({"loaded": rows, "failed": broken}, indent=2, ensure_ascii=False))
         return
     for r in rows:
         missing = f"  missing: {', '.join(r['missing'])}" if r["missing"] else ""
-        typer.echo(f"{r['kind']:<8} {r['name']:<14} {r['package']} {r['version']}{missing}")
+        typer.echo(f"{r['kind']:<10} {r['name']:<14} {r['package']} {r['version']}{missing}")
     for b in broken:
-        typer.echo(f"failed   {b['plugin']:<14} {b['package']}: {b['error']}")
+        typer.echo(f"failed     {b['plugin']:<14} {b['package']}: {b['error']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,8 +23,12 @@ def package(
 ) -> None:
     """Write the app package (manifest.json, color.png, outline.png) for Teams' 'Upload a custom app'."""
     from agent.registry.declaration import DeclarationError
+    from bot.commands import existing, writable_target
     from bot.teams.manifest import ManifestError, build_manifest, find_template, write_package
 
+    if template is not None:
+        existing(template, "file")
+    writable_target(out, makes_parents=True)  # write_package creates its directory
     try:
         source = find_template(template)
         manifest = build_manifest(source.read_text(encoding="utf-8"), bot_id, domain, registry_commands())

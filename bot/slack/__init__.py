@@ -1,2 +1,2 @@
 """Slack surface: a slack_bolt AsyncApp that serves `Askdesk` in channels, DMs, the agent
-messages tab and the registries' slash commands (Socket Mode or HTTP, see bot/commands/serve.py)."""
+messages tab and the registries' slash commands (Socket Mode or HTTP; `askdesk serve slack`: bot/slack/plugin.py)."""

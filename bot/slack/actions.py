@@ -11,7 +11,6 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.escalation import reachable_target
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, action_value, escalate_button, note_blocks
 from bot.slack.commands import run_and_respond
 from bot.slack.comments import open_comment_box
@@ -47,18 +46,19 @@ async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runn
     message = body.get("message") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
-    await runner.record_feedback(
+    record = await runner.record_feedback(
         rating="up" if action.get("action_id") == FEEDBACK_UP else "down", user_id=user, surface="slack",
         channel=channel, thread=thread, answer_id=value.get("a"), route=value.get("r"),
         sources=list(value.get("s") or []))
     down = action.get("action_id") == FEEDBACK_DOWN
-    if down:  # a comment box; the 👎 is stored already
+    public = record is not None and not record.private and not container.get("is_ephemeral")
+    if down and public:  # a comment box (a private answer keeps no comment); the 👎 is stored already
         await open_comment_box(client, body.get("trigger_id"), value.get("a"), runner.prompts)
     if channel:
         thanks = runner.prompts.render("feedback_thanks")
         blocks = note_blocks(thanks)
-        target = reachable_target(runner.askdesk.settings, "slack", runner.escalation_desks)
-        if down and target and not container.get("is_ephemeral"):  # every 👎: ask a person
+        # a 👎 of the asker (or an admin) on a public answer: ask a person, when a channel is reachable
+        if down and public and runner.offers_escalation("slack", record, user):
             blocks.append({"type": "actions", "elements": [escalate_button(escalate_value(
                 value.get("a"), container.get("message_ts") or message.get("ts"), thread), runner.prompts)]})
         try:

@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.config import Settings
 from bot.cache import bounded
 from bot.slack.home import home_opened
+from bot.slack.settings import SlackSettings
 from bot.slack.reply import describe
 
 log = logging.getLogger("askdesk.slack")
@@ -27,10 +28,10 @@ MAX_PROMPTS = 4
 RECHECK_S = 24 * 3600  # ask Slack whether a DM is empty at most once a day per person
 
 
-async def suggestions(settings: Settings, askdesk: Any) -> list[dict[str, str]]:
+async def suggestions(slack: SlackSettings, askdesk: Any) -> list[dict[str, str]]:
     """The setting's prompts, else the deployment's (agent/turn/service.py: suggested_prompts)."""
     try:
-        prompts = await askdesk.suggested_prompts(settings.slack_suggested_prompts)
+        prompts = await askdesk.suggested_prompts(slack.suggested_prompts)
     except Exception as exc:  # the knowledge base is down: no suggestions, never a failure
         log.info("slack: suggested prompts unavailable (%s)", type(exc).__name__)
         prompts = []
@@ -43,13 +44,13 @@ def register(app: AsyncApp) -> None:
 
     @app.event("app_home_opened")
     async def messages_tab_opened(event: dict, client: AsyncWebClient, settings: Settings, askdesk: Any,
-                                  set_suggested_prompts: Any) -> None:
+                                  slack_settings: SlackSettings, set_suggested_prompts: Any) -> None:
         if event.get("tab") == "home":
             await home_opened(event, client, settings, askdesk)  # the report, for admins (bot/slack/home.py)
             return
         if event.get("tab") != "messages":
             return
-        prompts = await suggestions(settings, askdesk)
+        prompts = await suggestions(slack_settings, askdesk)
         if prompts and set_suggested_prompts is not None:
             try:
                 await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))
@@ -68,9 +69,9 @@ def register(app: AsyncApp) -> None:
             log.info("slack: welcome not sent (%s)", describe(exc))
 
     @app.event("assistant_thread_started")
-    async def legacy_thread_started(settings: Settings, askdesk: Any, set_suggested_prompts: Any) -> None:
+    async def legacy_thread_started(slack_settings: SlackSettings, askdesk: Any, set_suggested_prompts: Any) -> None:
         """An app still installed with the legacy `assistant_view` manifest (prompts per thread)."""
-        prompts = await suggestions(settings, askdesk)
+        prompts = await suggestions(slack_settings, askdesk)
         if prompts and set_suggested_prompts is not None:
             try:
                 await set_suggested_prompts(prompts=prompts, title=askdesk.prompts.render("suggested_prompts_title"))

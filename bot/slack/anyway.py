@@ -5,7 +5,8 @@ off-topic check is perfect; the asker gets the last word. Pressing the button se
 question and answers it in the same thread (with the "may be outside the documents" note), as if
 it had never been refused. The question is read back from the thread by its ts (the button's
 value), so nothing is stored for the button; the button is taken off the refusal once pressed,
-and a second press (or a second replica's delivery) only gets a note.
+and a second press (or a second replica's delivery) only gets a note. Only the asker (or an
+admin) may press it (bot/permissions.py); anyone else gets a private note and nothing changes.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.escalation import reachable_target
+from bot.permissions import asker_of, press_refused
 from bot.slack.blocks import ANYWAY_BLOCK_ID, SEARCH_ANYWAY, action_value
 from bot.slack.history import strip_mention
-from bot.slack.reply import Reply, describe, send_note
+from bot.slack.people import email_loader
+from bot.slack.reply import SlackReply, describe, send_note
 from bot.slack.services import Answering
 from bot.turn import Incoming
 
@@ -56,11 +58,10 @@ async def answer_anyway(body: dict, action: dict, client: AsyncWebClient, contex
     if not channel or not refusal_ts or not asked_ts or not thread:
         return
     is_dm = channel.startswith("D")
-    if not await answering.runner.deliveries.first_time(f"anyway:{channel}:{refusal_ts}", ttl_s=PRESSED_TTL_S):
-        await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=is_dm,
-                        text=prompts.text("search_anyway_used"))
-        return
-    await _take_button_off(client, channel, refusal_ts, message)
+
+    async def note(text: str) -> None:
+        await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=is_dm, text=text)
+
     try:
         history, raw = await answering.threads.chat_history(channel, thread, before_ts=asked_ts,
                                                             bot_user_id=context.bot_user_id, bot_id=context.bot_id)
@@ -69,16 +70,26 @@ async def answer_anyway(body: dict, action: dict, client: AsyncWebClient, contex
         history, raw = [], []
     asked = next((m for m in raw if m.get("ts") == asked_ts), None)
     text = strip_mention(asked.get("text") or "", context.bot_user_id) if asked else ""
-    if not text:
-        await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=is_dm,
-                        text=prompts.text("search_anyway_lost"))
+    if asked is None or not text:
+        await note(prompts.text("search_anyway_lost"))
         return
-    reply = Reply(client, channel=channel, thread_ts=thread, team_id=context.team_id, streaming=False,
+    # the asker: as stored with the refusal, else the question's author as Slack reports it
+    record = await answering.runner.records.by_message(f"{channel}:{thread}", refusal_ts)
+    asker = asker_of(record) or asked.get("user")
+    refused = press_refused(answering.settings, prompts, "search_anyway", presser=user, owner=asker)
+    if refused is not None:
+        await note(refused)
+        return
+    if not await answering.runner.deliveries.first_time(f"anyway:{channel}:{refusal_ts}", ttl_s=PRESSED_TTL_S):
+        await note(prompts.text("search_anyway_used"))
+        return
+    await _take_button_off(client, channel, refusal_ts, message)
+    reply = SlackReply(client, channel=channel, thread_ts=thread, team_id=context.team_id, streaming=False,
                   features=answering.features, prompts=prompts, user=user, is_dm=is_dm)
-    reply.escalation = reachable_target(answering.settings, "slack", answering.runner.escalation_desks) is not None
     delivery = await answering.runner.run(Incoming(
-        surface="slack", text=text, thread_id=f"{channel}:{thread}", user_id=user, history=history,
-        collection=answering.settings.slack_channel_collections.get(channel), search_anyway=True), reply)
+        surface="slack", text=text, thread_id=f"{channel}:{thread}", user_id=asker or user, history=history,
+        collection=answering.slack_settings.channel_collections.get(channel), search_anyway=True,
+        channel=None if is_dm else channel, load_email=email_loader(client, asker or user)), reply)
     if delivery is not None:
         answering.threads.remember(channel, thread, *({"ts": ts, "user": context.bot_user_id, "bot_id": context.bot_id,
                                                        "text": delivery.result.answer} for ts in reply.posted_ts[:1]))

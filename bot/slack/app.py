@@ -29,11 +29,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
 from bot.dedupe import event_key
-from bot.slack import actions, agent_view, anyway, commands, comments, escalation, events
+from bot.slack import actions, agent_view, anyway, commands, comments, confirm, escalation, events
 from bot.slack.history import ThreadHistory
 from bot.slack.http import EVENTS_PATH, healthz, request_guard
 from bot.slack.services import Answering, SlackServices
 from bot.slack import private
+from bot.slack.settings import SURFACE, SlackSettings
 
 if TYPE_CHECKING:
     from agent.turn.service import Askdesk
@@ -48,10 +49,10 @@ def api_base_url(url: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def make_client(settings: Settings, token: str | None) -> AsyncWebClient:
+def make_client(slack: SlackSettings, token: str | None) -> AsyncWebClient:
     return AsyncWebClient(
         token=token,
-        base_url=api_base_url(settings.slack_api_url),
+        base_url=api_base_url(slack.api_url),
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=1),
             AsyncRateLimitErrorRetryHandler(max_retry_count=2),
@@ -86,15 +87,16 @@ class _Finished(AsyncListenerCompletionHandler):
         self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
 
-def register_listeners(app: AsyncApp, askdesk: "Askdesk") -> None:
+def register_listeners(app: AsyncApp, askdesk: "Askdesk", slack: SlackSettings) -> None:
     """One module per concern, as in Slack's bolt-python-assistant-template."""
     events.register(app)
     agent_view.register(app)
     commands.register(app, askdesk.commands())
-    private.register(app, askdesk.settings.slack_private_command)
+    private.register(app, slack.private_command)
     actions.register(app)
     escalation.register(app)
     anyway.register(app)
+    confirm.register(app)
     comments.register(app)
 
 
@@ -171,7 +173,8 @@ def build_slack_app(
     """The Slack bot for one workspace (bot token), listeners registered; `runner`: the turn
     runner shared with the process's other surfaces (one rate limit, one feedback store)."""
     quiet_library_logs()
-    client = make_client(settings, token)
+    slack = SlackSettings.of(settings)
+    client = make_client(slack, token)
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret or "",
@@ -180,9 +183,9 @@ def build_slack_app(
         logger=logging.getLogger(BOLT_LOGGER),
         name=BOLT_LOGGER,  # Bolt names its own loggers after the app: keep them under this one
     )
-    services = SlackServices.create(settings, askdesk, ThreadHistory(client), runner)
+    services = SlackServices.create(settings, askdesk, ThreadHistory(client), runner, slack=slack)
     services.install(app)
-    services.runner.escalation_desks.register("slack", escalation.SlackDesk(client, askdesk.prompts))
+    services.runner.escalation_desks.register(SURFACE, escalation.SlackDesk(client, askdesk.prompts))
 
     @app.middleware
     async def drop_retries(body: dict[str, Any], context: AsyncBoltContext, answering: Answering,
@@ -195,5 +198,5 @@ def build_slack_app(
             context["event_claim"] = event_key(body["event_id"])  # settled with the answer (bot/turn.py)
         return await next()
 
-    register_listeners(app, askdesk)
+    register_listeners(app, askdesk, slack)
     return SlackApp(settings, app, services, signing_secret)

@@ -8,6 +8,8 @@ missing or askdesk is not in it, the asker gets a clear note and the question is
 A reply is relayed once across replicas (`answer_escalation`); a relay that cannot reach the
 asker's thread any more is one log line. `SlackDesk` is Slack's side of an escalation that crosses
 surfaces (bot/escalation.py): a Teams question posted here, a Slack asker reached from Teams.
+"Ask a person" is the asker's to press, "Save as answer" the replying expert's (admins may press
+both; bot/permissions.py): anyone else gets an ephemeral note and nothing changes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.state.base import Escalation, utcnow
-from bot.escalation import escalation_channels, reachable_target
+from bot.permissions import asker_of, press_refused
 from bot.slack.blocks import ESCALATE, SAVE_ANSWER, action_value, plain
 from bot.slack.escape import safe_markdown, safe_mrkdwn, web_link
 from bot.slack.history import is_bot_message, strip_mention
@@ -80,16 +82,13 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     answer_ts = value.get("m") or container.get("message_ts")
     thread = value.get("t") or container.get("thread_ts") or (body.get("message") or {}).get("thread_ts") or answer_ts
-    target = reachable_target(answering.settings, "slack", runner.escalation_desks)
+    target = runner.escalation_target("slack")
     if not channel or not answer_ts or target is None:
         return
 
     async def note(name: str) -> None:
         await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=False, text=prompts.text(name))
 
-    if not await runner.deliveries.first_time(f"escalate:{channel}:{answer_ts}", ttl_s=ESCALATED_TTL_S):
-        await note("escalation_already")
-        return
     try:
         messages = await answering.threads.messages(channel, thread)
     except SlackApiError as exc:
@@ -99,9 +98,19 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
     if asked is None:
         await note("escalation_no_question")
         return
+    # the asker: as stored with the answer, else the question's author as Slack reports it
     record = await runner.records.get(value.get("a"))
+    asker = asker_of(record) or str(asked["user"])
+    refused = press_refused(answering.settings, prompts, "ask_a_person", presser=user, owner=asker,
+                            private=bool(record and record.private))
+    if refused is not None:
+        await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=False, text=refused)
+        return
+    if not await runner.deliveries.first_time(f"escalate:{channel}:{answer_ts}", ttl_s=ESCALATED_TTL_S):
+        await note("escalation_already")
+        return
     escalation = Escalation(
-        id=new_id(), surface="slack", asker=asked["user"], conversation=channel, thread=thread,
+        id=new_id(), surface="slack", asker=asker, conversation=channel, thread=thread,
         question=slack_to_plain(strip_mention(asked.get("text") or "", context.bot_user_id)),
         attempt=slack_to_plain(attempt), sources=list(record.sources) if record else [],
         target_surface=target[0], target_channel=target[1])
@@ -111,7 +120,7 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
         escalation.asker_name = await _name(client, escalation.asker)
     desk = SlackDesk(client, prompts) if target[0] == "slack" else runner.escalation_desks.get(target[0])
     try:
-        assert desk is not None  # reachable_target said so
+        assert desk is not None  # runner.escalation_target said so
         escalation.target_thread = await desk.post(escalation)
     except Exception as exc:
         log.warning("slack: escalation %s not posted to %s (%s); it is kept", escalation.id, target[1], describe(exc))
@@ -195,7 +204,7 @@ async def relay_reply(event: dict[str, Any], context: AsyncBoltContext, client: 
     """A person's reply in an escalation thread: relayed to the asker if it is the first one.
     False: not a reply in an escalation thread (the message is handled as usual)."""
     channel, thread, ts = event.get("channel"), event.get("thread_ts"), event.get("ts")
-    if channel not in escalation_channels(answering.settings) or not thread or thread == ts:
+    if channel not in answering.runner.escalation_desks.channels(answering.settings) or not thread or thread == ts:
         return False
     user = event.get("user")
     if event.get("subtype") not in USER_SUBTYPES or event.get("bot_id") or not user or user == context.bot_user_id:
@@ -257,6 +266,10 @@ async def save_answer(body: dict, action: dict, client: AsyncWebClient, runner: 
     async def note(text: str) -> None:
         await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=False, text=text)
 
+    refused = press_refused(runner.askdesk.settings, prompts, "save_answer", presser=user, owner=escalation.expert_id)
+    if refused is not None:
+        await note(refused)
+        return
     if escalation.saved_as or not await runner.deliveries.first_time(f"learned:{escalation.id}",
                                                                      ttl_s=ESCALATED_TTL_S):
         await note(prompts.text("learned_already", name=escalation.saved_as or "…"))
@@ -264,7 +277,7 @@ async def save_answer(body: dict, action: dict, client: AsyncWebClient, runner: 
     try:
         name = await runner.askdesk.save_learned(
             key=escalation.id, question=escalation.question, answer=escalation.expert_answer,
-            expert=escalation.expert_name or escalation.expert_id or user, when=escalation.answered_at or utcnow())
+            expert=escalation.expert_name or escalation.expert_id or user, when=escalation.answered_at or utcnow(), asked_in=escalation.conversation)
     except Exception as exc:
         log.error("slack: saving escalation %s as an answer failed: %s", escalation.id, type(exc).__name__)
         await note(prompts.text("learned_failed"))

@@ -2,16 +2,17 @@
 
 Rules: channel messages are answered when they mention the bot (always in the mention's
 thread). In a thread the bot answered, the person who asked gets answers to follow-ups
-without mentioning it again (`slack_follow_ups`); other people mention it (or, with
-`slack_thread_requires_mention` off, any reply in a thread the bot is in is answered).
+without mentioning it again (ASKDESK_SLACK_FOLLOW_UPS); other people mention it (or, with
+ASKDESK_SLACK_THREAD_REQUIRES_MENTION off, any reply in a thread the bot is in is answered).
 Bots (this one included), edits and system subtypes are ignored. DMs answer every
 message, in its thread. A channel whose answer mode (ASKDESK_ANSWER_MODE,
 ASKDESK_CHANNEL_ANSWER_MODES) is `mentions` or `private` answers mentions only; in a `private`
 one, and for a question starting with ASKDESK_PRIVATE_WORD, only the asker sees the answer
-(bot/slack/private.py). A message's files are fetched once the asker sees progress
-(bot/slack/files.py) and read by the service. Group DMs (`channel_type` "mpim") are multi-person conversations and
-follow the channel rules, like public ("channel") and private ("group") channels. Each user message is answered once, whichever of its deliveries
-(`app_mention` / `message`) arrives first.
+(bot/slack/private.py), as the shared runner decides (`TurnRunner.privacy`). A message's files
+are fetched once the asker sees progress (bot/slack/files.py) and read by the service. Group
+DMs (`channel_type` "mpim") are multi-person conversations and follow the channel rules, like
+public ("channel") and private ("group") channels. Each user message is answered once,
+whichever of its deliveries (`app_mention` / `message`) arrives first.
 """
 
 from __future__ import annotations
@@ -28,16 +29,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.answers import Attachment
 from agent.messages import ChatMessage
 from bot.dedupe import message_key
-from bot.escalation import reachable_target
 from bot.files import fetch_files
-from bot.private import asked_privately
 from bot.slack.files import remote_files
 from bot.slack.escalation import relay_reply
 from bot.slack.history import askers, mentions, strip_mention
 from bot.slack.private import EphemeralReply, ephemeral_sender
-from bot.slack.reply import Reply, SayStream, SetStatus, describe, send_note
+from bot.slack.people import email_loader
+from bot.slack.reply import SayStream, SetStatus, SlackReply, describe, send_note
 from bot.slack.services import Answering
-from bot.turn import Incoming as TurnIncoming
+from bot.turn import Incoming
 
 log = logging.getLogger("askdesk.slack")
 
@@ -47,7 +47,9 @@ USER_SUBTYPES = {None, "file_share", "thread_broadcast"}
 
 
 @dataclass
-class Incoming:
+class SlackMessage:
+    """A user's message event, reduced to what the bot decides on."""
+
     channel: str
     ts: str
     thread_ts: str  # the thread the answer goes to
@@ -75,7 +77,7 @@ class Slack:
     set_title: Any
 
 
-def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool) -> Incoming | None:
+def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool) -> SlackMessage | None:
     """The question in an event, or None when the event is not a user's question."""
     if event.get("subtype") not in USER_SUBTYPES or event.get("bot_id") or event.get("edited"):
         return None
@@ -89,7 +91,7 @@ def parse(event: dict[str, Any], context: AsyncBoltContext, *, via_mention: bool
     # only a one-to-one DM answers every message; "channel", "group" and "mpim" need a mention
     is_dm = event.get("channel_type") == "im" or channel.startswith("D")
     thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
-    return Incoming(
+    return SlackMessage(
         channel=channel, ts=ts, thread_ts=thread_ts or ts, in_thread=bool(thread_ts and thread_ts != ts),
         user=user, team=event.get("team") or context.team_id, text=strip_mention(raw, context.bot_user_id),
         is_dm=is_dm, mentioned=via_mention or mentions(raw, context.bot_user_id),
@@ -118,18 +120,18 @@ def _is_dm(event: dict[str, Any]) -> bool:
 
 
 def channel_allowed(answering: Answering, channel: str) -> bool:
-    allow = answering.settings.slack_channels
+    allow = answering.slack_settings.channels
     return not allow or channel in allow
 
 
-async def _follow_up_allowed(answering: Answering, incoming: Incoming, context: AsyncBoltContext) -> bool:
+async def _follow_up_allowed(answering: Answering, incoming: SlackMessage, context: AsyncBoltContext) -> bool:
     """An unmentioned thread reply: answered when the bot answered this person here (or anyone, if configured)."""
-    settings = answering.settings
+    slack = answering.slack_settings
     if not incoming.in_thread or not channel_allowed(answering, incoming.channel):
         return False
-    if not settings.slack_follow_ups and settings.slack_thread_requires_mention:
+    if not slack.follow_ups and slack.thread_requires_mention:
         return False
-    if settings.answer_mode_for(incoming.channel) != "thread":  # mentions only (private: nothing public to follow)
+    if not answering.runner.answers_follow_ups(incoming.channel):
         return False
     try:
         raw = await answering.threads.messages(incoming.channel, incoming.thread_ts)
@@ -141,12 +143,12 @@ async def _follow_up_allowed(answering: Answering, incoming: Incoming, context: 
                     for m in earlier)
     if not bot_spoke:
         return False
-    if not settings.slack_thread_requires_mention:
+    if not slack.thread_requires_mention:
         return True
     return incoming.user in askers(earlier, context.bot_user_id, context.bot_id)
 
 
-async def handle(answering: Answering, incoming: Incoming | None, slack: Slack) -> None:
+async def handle(answering: Answering, incoming: SlackMessage | None, slack: Slack) -> None:
     if incoming is None:
         return
     if not incoming.is_dm:
@@ -163,23 +165,27 @@ async def handle(answering: Answering, incoming: Incoming | None, slack: Slack) 
     await answer(answering, incoming, slack)
 
 
-async def _note(client: AsyncWebClient, incoming: Incoming, text: str) -> None:
+async def _note(client: AsyncWebClient, incoming: SlackMessage, text: str) -> None:
     await send_note(client, channel=incoming.channel, thread_ts=incoming.thread_ts, user=incoming.user,
                     is_dm=incoming.is_dm, text=text)
 
 
-async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None:
-    settings, context = answering.settings, slack.context
-    text, asked = asked_privately(incoming.text, settings.private_word)
-    private = not incoming.is_dm and (asked or settings.answer_mode_for(incoming.channel) == "private")
-    public = None if private else Reply(
+async def answer(answering: Answering, incoming: SlackMessage, slack: Slack) -> None:
+    context = slack.context
+    # Slack's retry of a question whose answer died with its process: that stream gets a note first
+    await answering.streams.close_abandoned(slack.client, answering.askdesk.prompts.render("answer_restarted"),
+                                            channel=incoming.channel, question_ts=incoming.ts)
+    where = None if incoming.is_dm else incoming.channel
+    privacy = answering.runner.privacy(incoming.text, channel=where)  # the rules every surface shares
+    # asked privately in a DM: answered there as usual, but kept nowhere and never passed on
+    public = None if privacy.private else SlackReply(
         slack.client, channel=incoming.channel, thread_ts=incoming.thread_ts, team_id=incoming.team,
-        streaming=settings.slack_streaming, features=answering.features, say_stream=slack.say_stream,
+        streaming=answering.slack_settings.streaming, features=answering.features, say_stream=slack.say_stream,
         set_status=slack.set_status, prompts=answering.askdesk.prompts, user=incoming.user, is_dm=incoming.is_dm,
     )
     if public is not None:
-        public.escalation = reachable_target(settings, "slack", answering.runner.escalation_desks) is not None
-        public.asked_ts = incoming.ts  # a refusal offers "Search the documents anyway"
+        public.track(answering.streams, incoming.ts)  # its stream is recorded while open (bot/slack/reply.py)
+        public.asked_ts = incoming.ts  # what "Search the documents anyway" reads back, when offered
     reply = public or EphemeralReply(ephemeral_sender(slack.client, channel=incoming.channel, user=incoming.user,
                                                       thread_ts=incoming.thread_ts), answering.askdesk.prompts)
     raw: list[dict] = []
@@ -204,10 +210,11 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
         """The thread already shows this notice (also after a restart: Slack keeps the thread)."""
         return any(notice in str(m.get("blocks") or "") or notice in (m.get("text") or "") for m in raw)
 
-    delivery = await answering.runner.run(TurnIncoming(
-        surface="slack", text=text, thread_id=incoming.thread_id, user_id=incoming.user, private=private,
-        load_attachments=_attachments(answering, incoming, slack),
-        load_history=load_history, collection=settings.slack_channel_collections.get(incoming.channel),
+    delivery = await answering.runner.run(Incoming(
+        surface="slack", text=privacy.text, thread_id=incoming.thread_id, user_id=incoming.user,
+        private=not privacy.stored, load_attachments=_attachments(answering, incoming, slack),
+        load_history=load_history, collection=answering.slack_settings.channel_collections.get(incoming.channel),
+        channel=where, load_email=email_loader(slack.client, incoming.user),
         notice_shown=notice_shown, claims=(message_key(incoming.channel, incoming.ts),
                                            *filter(None, [context.get("event_claim")])),
     ), reply)
@@ -222,12 +229,12 @@ async def answer(answering: Answering, incoming: Incoming, slack: Slack) -> None
     )
 
 
-def _attachments(answering: Answering, incoming: Incoming,
+def _attachments(answering: Answering, incoming: SlackMessage,
                  slack: Slack) -> Callable[[], Awaitable[list[Attachment]]] | None:
     """The message's files, fetched with the bot token when the turn needs them (None: no files)."""
     if not incoming.files:
         return None
-    remote = remote_files(incoming.files, token=slack.client.token, api_url=answering.settings.slack_api_url)
+    remote = remote_files(incoming.files, token=slack.client.token, api_url=answering.slack_settings.api_url)
     return lambda: fetch_files(remote, answering.askdesk, "slack")
 
 

@@ -24,7 +24,9 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import Block, answer_messages, fallback_text, feedback_value, plain
+from bot.slack.confirm_buttons import offer
 from bot.slack.escape import safe_mrkdwn
+from bot.slack.people import email_loader
 from bot.turn import Incoming
 
 if TYPE_CHECKING:
@@ -79,7 +81,8 @@ class EphemeralReply:
 
     async def finish(self, delivery: "Delivery") -> str | None:
         result = delivery.result
-        value = feedback_value(delivery.answer_id, result.route, result.references) if delivery.feedback else None
+        value = feedback_value(delivery.answer_id, result.route, result.references) \
+            if delivery.feedback and result.action is None else None  # a proposal is rated once it ran
         messages = answer_messages(result.answer, result.references, notice=delivery.notice, value=value,
                                    prompts=self.prompts)
         messages[-1].append(private_label(self.prompts))
@@ -88,6 +91,8 @@ class EphemeralReply:
             text = fallback_text("\n".join(b.get("text", "") for b in blocks if b.get("type") == "markdown"))
             ts = await self.send(text, blocks)
             first = first or ts
+        if result.action is not None:  # Confirm / Cancel, only the asker sees them (bot/slack/confirm_buttons.py)
+            await offer(self.send, result.action, self.prompts)
         return first
 
     async def note(self, text: str) -> None:
@@ -110,23 +115,28 @@ def register(app: AsyncApp, command: str) -> None:
         return
 
     @app.command(command)
-    async def ask_privately(ack: AsyncAck, body: dict, respond: AsyncRespond, answering: Any) -> None:
+    async def ask_privately(ack: AsyncAck, body: dict, respond: AsyncRespond, answering: Any,
+                            client: AsyncWebClient) -> None:
         prompts = answering.askdesk.prompts
         text = (body.get("text") or "").strip()
         if not text:
             await ack(text=safe_mrkdwn(prompts.text("private_usage", command=command)), response_type="ephemeral")
             return
         channel, user = str(body.get("channel_id") or ""), str(body.get("user_id") or "")
-        if not channel.startswith("D") and answering.settings.slack_channels and channel not in answering.settings.slack_channels:
+        allowed = answering.slack_settings.channels
+        if not channel.startswith("D") and allowed and channel not in allowed:
             await ack(text=prompts.render("channel_not_enabled"), response_type="ephemeral")
             return
         await ack(text=prompts.render("thinking"), response_type="ephemeral")
-        await ask(answering, text, channel=channel, user=user, reply=EphemeralReply(response_sender(respond), prompts))
+        await ask(answering, text, channel=channel, user=user, reply=EphemeralReply(response_sender(respond), prompts),
+                  client=client)
 
 
-async def ask(answering: "Answering", text: str, *, channel: str, user: str, reply: EphemeralReply) -> None:
+async def ask(answering: "Answering", text: str, *, channel: str, user: str, reply: EphemeralReply,
+              client: AsyncWebClient) -> None:
     """A private question through the turn runner: the asker's own, stored nowhere."""
     await answering.runner.run(Incoming(
         surface="slack", text=text, thread_id=f"{channel}:private:{user}", user_id=user, private=True,
-        collection=answering.settings.slack_channel_collections.get(channel),
+        collection=answering.slack_settings.channel_collections.get(channel),
+        channel=None if channel.startswith("D") else channel, load_email=email_loader(client, user),
     ), reply)

@@ -17,6 +17,12 @@ Failures degrade one message, not the workspace: a Slack 5xx or a dropped connec
 chat.startStream makes *this* answer a placeholder that is updated, and the next answer
 streams again. Only an explicit refusal (streaming or agent status not enabled for the
 app) pauses the feature for that workspace, for a cool-down, then it is tried again.
+
+A stream stays open in Slack until chat.stopStream, so a process killed mid-answer would
+leave "Thinking…" spinning for good. Each open stream is therefore a claim in the state store
+(`OpenStreams`, shared by replicas), settled when the stream stops: the next process to start
+(`askdesk serve`) and the question's next delivery (Slack's retry) close any stream whose
+holder died, with a short note.
 """
 
 from __future__ import annotations
@@ -33,11 +39,13 @@ from agent.references import Reference
 from bot.slack.blocks import (PART_CHARS, answer_messages, answer_parts, anyway_value, fallback_text, feedback_value,
                               footer_blocks)
 from bot.slack.escape import MarkdownStream, escaped_size, safe_markdown, safe_mrkdwn
+from bot.slack.confirm_buttons import offer, thread_poster
 from bot.cache import CoolDown
 from bot.text_buffer import TextBuffer
 
 if TYPE_CHECKING:
     from agent.prompts import PromptSet
+    from agent.state import StateStore
     from bot.turn import Delivery
 
 log = logging.getLogger("askdesk.slack")
@@ -48,6 +56,9 @@ log = logging.getLogger("askdesk.slack")
 STREAM_APPEND_EVERY = 1.05
 FEATURE_COOL_DOWN_S = 600.0
 TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
+
+STREAMS = "slack:stream:"  # the claims on open streams: slack:stream:<channel>:<question ts>:<stream ts>
+STREAM_TTL_S = 86400.0  # a process restarted within a day still closes what its predecessor left open
 
 SayStream = Callable[..., Awaitable[AsyncChatStream]]
 SetStatus = Callable[..., Awaitable[Any]]
@@ -75,7 +86,68 @@ class Features:
         self.no_status = CoolDown(cool_down_s)
 
 
-class Reply:
+def stream_key(channel: str, question_ts: str, stream_ts: str) -> str:
+    return f"{STREAMS}{channel}:{question_ts}:{stream_ts}"
+
+
+class OpenStreams:
+    """The streams askdesk has open in Slack, as claims in the state store: claimed when a
+    stream starts, settled when it stops. A claim left unsettled by a holder that is gone is a
+    stream nobody will ever stop; `close_abandoned` takes it over and stops it."""
+
+    def __init__(self, state: "StateStore", ttl_s: float = STREAM_TTL_S) -> None:
+        self.state = state
+        self.ttl_s = ttl_s
+
+    async def opened(self, channel: str, question_ts: str, stream_ts: str) -> None:
+        await self.state.claim(stream_key(channel, question_ts, stream_ts), self.ttl_s)
+
+    async def closed(self, channel: str, question_ts: str, stream_ts: str) -> None:
+        await self.state.settle(stream_key(channel, question_ts, stream_ts))
+
+    async def close_abandoned(self, client: AsyncWebClient, note: str, *, channel: str | None = None,
+                              question_ts: str | None = None) -> int:
+        """Stop, with `note`, every stream a process that is gone left open (only those answering
+        one question, with `channel` and `question_ts`); how many were stopped. Never raises:
+        replicas starting together each take over different streams (`claim` grants one)."""
+        prefix = STREAMS + (f"{channel}:{question_ts}:" if channel and question_ts else "")
+        try:
+            keys = await self.state.abandoned(prefix)
+        except Exception as exc:
+            log.warning("slack: streams left open could not be read: %s", type(exc).__name__)
+            return 0
+        stopped = 0
+        for key in keys:
+            stopped += await self._close(client, key, note)
+        if stopped:
+            log.warning("slack: closed %d answer(s) left streaming by a process that stopped mid-answer", stopped)
+        return stopped
+
+    async def _close(self, client: AsyncWebClient, key: str, note: str) -> int:
+        """1 when this process took the stream over and stopped it, else 0."""
+        try:
+            if not await self.state.claim(key, self.ttl_s):
+                return 0  # another process took it over first
+        except Exception as exc:
+            log.info("slack: a stream left open was not taken over: %s", type(exc).__name__)
+            return 0
+        try:
+            where, _, ts = key[len(STREAMS):].rsplit(":", 2)
+            await client.chat_stopStream(channel=where, ts=ts, markdown_text=safe_markdown(note))
+            closed = 1
+        except Exception as exc:  # stopped already (its holder died after the stop call), deleted, Slack down
+            log.info("slack: a stream left open was not closed: %s", describe(exc))
+            closed = 0
+        try:
+            await self.state.settle(key)  # one try, best effort: no process tries it again
+        except Exception as exc:
+            log.info("slack: a closed stream was not recorded: %s", type(exc).__name__)
+        return closed
+
+
+class SlackReply:
+    """The turn runner's `Reply` for an answer in a Slack thread, which everyone in it sees."""
+
     def __init__(
         self, client: AsyncWebClient, *, channel: str, thread_ts: str, team_id: str | None,
         streaming: bool, features: Features, say_stream: SayStream | None = None,
@@ -104,11 +176,37 @@ class Reply:
         self._stream_size = 0  # what the stream was given, counted as escaped (Slack's limits count that)
         self._tasks_done = False
         self._append_failed = False
-        self.escalation = False  # an escalation channel is set: an unanswerable answer offers "Ask a person"
-        self._escalate = False
-        # the question's message: a refusal offers "Search the documents anyway" (bot/slack/anyway.py)
+        self._escalate = False  # this answer offers "Ask a person" (the turn runner decides: Delivery)
+        # the question's message, which "Search the documents anyway" reads back (bot/slack/anyway.py)
         self.asked_ts: str | None = None
         self._anyway: str | None = None
+        self.open_streams: OpenStreams | None = None  # where the open stream is recorded (track())
+        self.question_ts: str | None = None
+        self._tracked: str | None = None  # the stream's ts while it is recorded as open
+
+    def track(self, streams: OpenStreams, question_ts: str) -> None:
+        """Record this reply's stream as open (under its question) until it stops, so that a
+        process killed meanwhile does not leave it open for good."""
+        self.open_streams, self.question_ts = streams, question_ts
+
+    async def _opened(self) -> None:
+        if self.open_streams is None or self.question_ts is None or self._tracked is not None:
+            return
+        if self.stream is not None and self.stream.ts:
+            self._tracked = self.stream.ts
+            try:
+                await self.open_streams.opened(self.channel, self.question_ts, self._tracked)
+            except Exception as exc:  # the answer matters more than the record
+                log.warning("slack: an open stream was not recorded: %s", type(exc).__name__)
+
+    async def _closed(self) -> None:
+        if self.open_streams is None or self.question_ts is None or self._tracked is None:
+            return
+        ts, self._tracked = self._tracked, None
+        try:
+            await self.open_streams.closed(self.channel, self.question_ts, ts)
+        except Exception as exc:
+            log.warning("slack: a stopped stream was not recorded: %s", type(exc).__name__)
 
     @property
     def streams(self) -> bool:
@@ -175,6 +273,7 @@ class Reply:
             self._tasks_done = True
             await stream.append(markdown_text=safe, chunks=chunks or None)
             self.appended += text
+            await self._opened()
         except Exception as exc:
             if self.stream is not None and self.stream.ts:
                 # stop appending; chat_stream keeps the refused text in its buffer and sends it
@@ -192,6 +291,7 @@ class Reply:
         chunks.append(TaskUpdateChunk(id=f"task{len(self.tasks)}", title=text, status="in_progress"))
         stream = await self._open_stream()
         await stream.append(chunks=chunks)
+        await self._opened()
 
     def _complete_last_task(self) -> list[TaskUpdateChunk]:
         if not self.tasks:
@@ -232,10 +332,13 @@ class Reply:
     async def finish(self, delivery: "Delivery") -> str | None:
         """Deliver a turn's answer (bot/turn.py); the first delivered message's ts."""
         result = delivery.result
-        value = feedback_value(delivery.answer_id, result.route, result.references) if delivery.feedback else None
-        self._escalate = self.escalation and result.unanswerable and value is not None  # same message, no extra call
-        self._anyway = anyway_value(self.asked_ts) if result.route == "offtopic" and self.asked_ts else None
+        value = feedback_value(delivery.answer_id, result.route, result.references) \
+            if delivery.feedback and result.action is None else None  # a proposal is rated once it ran
+        self._escalate = delivery.ask_a_person and value is not None  # in the answer's message, no extra call
+        self._anyway = anyway_value(self.asked_ts) if delivery.search_anyway and self.asked_ts else None
         await self.deliver(result.answer, result.references, notice=delivery.notice, value=value)
+        if result.action is not None:  # Confirm / Cancel under it (bot/slack/confirm_buttons.py)
+            await offer(thread_poster(self.client, self.channel, self.thread_ts), result.action, self.prompts)
         return self.posted_ts[0] if self.posted_ts else None
 
     async def deliver(self, answer: str, references: list[Reference], *, notice: str | None, value: str | None) -> None:
@@ -248,6 +351,7 @@ class Reply:
             footer = self._footer(references, notice, value) if not more else []
             safe = self.markdown.render(rest, final=True)[0]
             await self.stream.stop(markdown_text=safe or None, blocks=footer or None)
+            await self._closed()
             if self.stream.ts:
                 self.posted_ts.append(self.stream.ts)
             if more:  # a very long answer: the rest in further messages, split as usual
@@ -282,6 +386,7 @@ class Reply:
         chunks = [] if self._tasks_done else self._complete_last_task()
         safe = self.markdown.render(text, final=True)[0]
         await stream.stop(markdown_text=safe, chunks=chunks or None, blocks=footer or None)
+        await self._closed()
         if stream.ts:
             self.posted_ts.append(stream.ts)
 
@@ -301,12 +406,15 @@ class Reply:
 
     async def apologise(self, text: str) -> None:
         """Replace whatever this reply showed with `text` (best effort: Slack may be down); an
-        open stream keeps what it showed and is closed with `text`."""
-        if self.streaming and self.stream is not None and self.appended:
+        open stream keeps what it showed and is closed with `text` (one that showed only
+        progress, "Thinking…", too: left open, it would spin for good)."""
+        if self.streaming and self.stream is not None and (self.appended or self.stream.ts):
             try:
                 rest, self._held = self._held + await self.buffer.close(), ""  # written but not yet shown
                 shown = self.markdown.render(rest, final=True)[0] if rest else ""
-                await self.stream.stop(markdown_text=f"{shown}\n\n{safe_markdown(text)}")
+                note = safe_markdown(text)
+                await self.stream.stop(markdown_text=f"{shown}\n\n{note}" if self.appended or shown else note)
+                await self._closed()
                 return
             except Exception as exc:  # the stream is broken: say it in a message of its own
                 log.warning("slack: closing the stream failed: %s", describe(exc))

@@ -17,7 +17,8 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from agent.config import Settings
 from bot.dedupe import Deliveries
 from bot.slack.history import ThreadHistory
-from bot.slack.reply import Features
+from bot.slack.reply import Features, OpenStreams
+from bot.slack.settings import SlackSettings
 from bot.turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -30,26 +31,30 @@ class Answering:
 
     askdesk: "Askdesk"
     settings: Settings
+    slack_settings: SlackSettings  # Slack's own (ASKDESK_SLACK_*)
     runner: TurnRunner
     threads: ThreadHistory
     seen: Deliveries
     features: Features
+    streams: OpenStreams  # open streams, recorded so a killed process does not leave one open
 
 
 @dataclass
 class SlackServices:
     askdesk: "Askdesk"
     settings: Settings
+    slack_settings: SlackSettings
     runner: TurnRunner
     answering: Answering
 
     @classmethod
     def create(cls, settings: Settings, askdesk: "Askdesk", threads: ThreadHistory,
-               runner: TurnRunner | None = None) -> "SlackServices":
+               runner: TurnRunner | None = None, *, slack: SlackSettings | None = None) -> "SlackServices":
         runner = runner or TurnRunner(askdesk)
-        answering = Answering(askdesk=askdesk, settings=settings, runner=runner, threads=threads, seen=runner.deliveries,
-                              features=Features())
-        return cls(askdesk=askdesk, settings=settings, runner=runner, answering=answering)
+        slack = slack or SlackSettings.of(settings)
+        answering = Answering(askdesk=askdesk, settings=settings, slack_settings=slack, runner=runner, threads=threads,
+                              seen=runner.deliveries, features=Features(), streams=OpenStreams(runner.state))
+        return cls(askdesk=askdesk, settings=settings, slack_settings=slack, runner=runner, answering=answering)
 
     def install(self, app: AsyncApp) -> None:
         """Register the middleware that hands these objects to every listener."""

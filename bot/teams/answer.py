@@ -3,8 +3,11 @@ memory key (a channel reply chain has its own id, so each thread has its own his
 progress and the streamed text go to the reply renderer (bot/teams/reply.py), the result is
 rendered with citations, AI label and feedback, and the asker is remembered for follow-ups
 without a mention. A private answer (the conversation's answer mode, or a question starting with
-ASKDESK_PRIVATE_WORD) goes to the asker alone (bot/teams/private.py), is stored nowhere and
-remembers no asker. The message's files are fetched once the asker sees progress.
+ASKDESK_PRIVATE_WORD, as the shared runner decides: `TurnRunner.privacy`) goes to the asker alone
+(bot/teams/private.py), is stored nowhere and remembers no asker; the word in a personal chat
+keeps the answer there, stored nowhere too. The buttons an answer offers ("Ask a person",
+"Search the documents anyway") are the runner's decision too (`Delivery`). The message's files
+are fetched once the asker sees progress.
 
 An answer that cannot reach Teams because the Bot Connector is unreachable (bot/teams/connector.py)
 is one WARNING line with its reference, not the turn runner's delivery error and apology (which
@@ -18,19 +21,19 @@ from typing import TYPE_CHECKING
 
 from microsoft_teams.api import MessageActivityInput
 
-from bot.escalation import reachable_target
 from bot.files import fetch_files
-from bot.private import asked_privately
+from bot.teams.people import email_loader
 from bot.teams.connector import unreachable
+from bot.teams.confirm_card import confirm_card
 from bot.teams.escalation_cards import anyway_button, escalate_button
 from bot.teams.escape import teams_text
-from bot.teams.incoming import Incoming
+from bot.teams.incoming import TeamsMessage
 from bot.teams.private import PrivateSend
 from bot.teams.render import answer_activity
+from bot.teams.settings import SURFACE
 from bot.teams.stream_refusals import QuietStream
-from bot.teams.reply import PostReply, Reply, StreamReply
-from bot.turn import Delivery
-from bot.turn import Incoming as TurnIncoming
+from bot.teams.reply import PostReply, Renderer, StreamReply
+from bot.turn import Delivery, Incoming
 
 if TYPE_CHECKING:
     from bot.teams.app import TeamsBot
@@ -38,9 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("askdesk.teams")
 
 
-def make_reply(bot: "TeamsBot", ctx, incoming: Incoming) -> Reply:
+def make_reply(bot: "TeamsBot", ctx, incoming: TeamsMessage) -> Renderer:
     """Stream in personal chats (unless refused before or switched off); post elsewhere."""
-    if incoming.personal and bot.settings.teams_streaming and incoming.conversation_id not in bot.no_streaming:
+    if incoming.personal and bot.teams_settings.streaming and incoming.conversation_id not in bot.no_streaming:
         return StreamReply(QuietStream(ctx.api, ctx.conversation_ref), ctx.send,
                            on_refused=lambda: bot.no_streaming.add(incoming.conversation_id))
     return PostReply(ctx.send)
@@ -57,14 +60,15 @@ async def note(ctx, text: str) -> None:
 class TeamsReply:
     """The turn runner's `Reply` on Teams: the stream or post renderer, and notes."""
 
-    def __init__(self, bot: "TeamsBot", ctx, incoming: Incoming, *, private: bool = False) -> None:
+    def __init__(self, bot: "TeamsBot", ctx, incoming: TeamsMessage, *, private: bool = False) -> None:
         self.bot, self.ctx = bot, ctx
         self.private = PrivateSend(bot, ctx, incoming) if private else None
         self.renderer = PostReply(self.private) if self.private else make_reply(bot, ctx, incoming)
         self.streams = isinstance(self.renderer, StreamReply)  # channels and group chats get one message
         self._started = False
-        self.escalate_from: Incoming | None = None  # "Ask a person" on an unanswerable answer, asked here
-        self.refused: str | None = None  # the question: a refusal offers "Search the documents anyway"
+        # the question, carried by "Ask a person" and "Search the documents anyway" when the turn
+        # runner offers them (Delivery): Teams gives a bot no way to read a conversation back
+        self.question = incoming.text
         self.undelivered = False  # the connector was unreachable: the answer never reached Teams
 
     async def progress(self, step: str) -> None:
@@ -78,16 +82,18 @@ class TeamsReply:
         await self.renderer.append_text(delta)
 
     async def finish(self, delivery: Delivery) -> str | None:
-        rendered = answer_activity(delivery.result, notice=delivery.notice, feedback=delivery.feedback,
+        action = delivery.result.action  # calls waiting for the asker: rated once they ran
+        rendered = answer_activity(delivery.result, notice=delivery.notice, feedback=delivery.feedback and not action,
                                    sources_heading=self.bot.text("teams_sources"))
-        asked = self.escalate_from
-        if asked is not None and delivery.result.unanswerable:  # in the answer's own message: no extra call
+        if action is not None:  # Confirm / Cancel in the answer's own message (bot/teams/confirm_card.py)
+            rendered.activity.add_attachments(confirm_card(self.bot.prompts, action, private=self.private is not None))
+        if delivery.ask_a_person:  # in the answer's own message: no extra call
             rendered.activity.add_attachments(escalate_button(
-                self.bot.prompts, answer_id=delivery.answer_id, asker=asked.user_id, question=asked.text,
+                self.bot.prompts, answer_id=delivery.answer_id, question=self.question,
                 attempt=delivery.result.answer))
-        if self.refused is not None and delivery.result.route == "offtopic":
+        if delivery.search_anyway:
             rendered.activity.add_attachments(anyway_button(self.bot.prompts, answer_id=delivery.answer_id,
-                                                            question=self.refused))
+                                                            question=self.question))
         try:
             return await self.renderer.finish(rendered.activity)
         except Exception as exc:
@@ -110,22 +116,21 @@ class TeamsReply:
         await (self.private or self.ctx.send)(MessageActivityInput(text=teams_text(text)))
 
 
-async def answer(bot: "TeamsBot", ctx, incoming: Incoming, *, search_anyway: bool = False) -> None:
+async def answer(bot: "TeamsBot", ctx, incoming: TeamsMessage, *, search_anyway: bool = False) -> None:
     """`search_anyway`: the asker pressed "Search the documents anyway" under a refusal of it."""
-    text, asked = asked_privately(incoming.text, bot.settings.private_word)
-    private = not incoming.personal and (asked or bot.settings.answer_mode_for(incoming.place) == "private")
-    reply = TeamsReply(bot, ctx, incoming, private=private)
-    if not private and reachable_target(bot.settings, "teams", bot.runner.escalation_desks) is not None:
-        reply.escalate_from = replace(incoming, text=text)
-    if not private and not search_anyway:
-        reply.refused = text
+    where = None if incoming.personal else incoming.place
+    privacy = bot.runner.privacy(incoming.text, channel=where)  # the rules every surface shares
+    # asked privately in a personal chat: answered there as usual, but kept nowhere and never passed on
+    reply = TeamsReply(bot, ctx, replace(incoming, text=privacy.text), private=privacy.private)
     files = incoming.files
-    delivery = await bot.runner.run(TurnIncoming(
-        surface="teams", text=text, thread_id=incoming.conversation_id, user_id=incoming.user_id, private=private,
-        load_attachments=(lambda: fetch_files(files, bot.askdesk, "teams")) if files else None,
-        search_anyway=search_anyway,
+    delivery = await bot.runner.run(Incoming(
+        surface=SURFACE, text=privacy.text, thread_id=incoming.conversation_id, user_id=incoming.user_id,
+        private=not privacy.stored,
+        load_attachments=(lambda: fetch_files(files, bot.askdesk, SURFACE)) if files else None,
+        search_anyway=search_anyway, channel=where,
+        load_email=email_loader(ctx, incoming.conversation_id, incoming.user_id),
     ), reply)
-    if delivery is not None and not reply.undelivered and not incoming.personal and not private:
+    if delivery is not None and not reply.undelivered and not incoming.personal and not privacy.private:
         try:
             await bot.askers.remember_asker(incoming.conversation_id, incoming.user_id)
         except Exception as exc:

@@ -1,6 +1,6 @@
-"""Build the Teams app: one `TeamsBot` (process-wide state) and a Teams SDK `App` whose
-handlers delegate to the modules that hold the behaviour (messages, extension, feedback,
-welcome).
+"""The Teams app's process-wide state: one `TeamsBot`, which the handlers (messages,
+extension, feedback, welcome) are handed. bot/teams/build.py builds it with the Teams SDK
+`App` and registers the handlers (so this module imports none of them).
 
 Activities other than invokes are acknowledged as soon as they are authenticated (see
 bot/teams/server.py); the SDK then dispatches them to our handlers, and the answer is
@@ -18,6 +18,7 @@ from agent.config import Settings
 from agent.prompts import PromptSet, default_prompts
 from bot.tasks import BackgroundTasks
 from bot.teams.credentials import TeamsAuth
+from bot.teams.settings import TeamsSettings
 from bot.turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class TeamsBot:
     runner: TurnRunner
     app: "App" = field(init=False)
     prompts: PromptSet = field(init=False)
+    teams_settings: TeamsSettings = field(init=False)  # Teams' own (ASKDESK_TEAMS_*)
     no_streaming: set[str] = field(default_factory=set)  # conversations whose stream was refused
     no_targeted: set[str] = field(default_factory=set)  # tenants that refused a targeted message (bot/teams/private.py)
     tasks: BackgroundTasks = field(default_factory=lambda: BackgroundTasks("teams"))
@@ -63,6 +65,7 @@ class TeamsBot:
 
     def __post_init__(self) -> None:
         self.prompts = surface_prompts(self.askdesk.prompts)
+        self.teams_settings = TeamsSettings.of(self.settings)
         self.dedupe = self.runner.deliveries  # activities and welcomes, once across replicas
         self.askers = self.askdesk.state  # who asked in each reply chain (remember_asker / asker)
 
@@ -78,35 +81,3 @@ class TeamsBot:
 
     async def close(self) -> None:
         await self.drain(timeout=30)
-
-
-def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, adapter: Any = None,
-                    runner: TurnRunner | None = None) -> TeamsBot:
-    """The Teams bot with its handlers registered; `adapter` is the SDK HTTP server adapter
-    (bot/teams/server.py gives one bound to ASKDESK_TEAMS_PORT); `runner`: the turn runner
-    shared with the process's other surfaces."""
-    from microsoft_teams.apps import App
-
-    from bot.teams import escalation, extension, feedback, messages, welcome
-
-    bot = TeamsBot(settings=settings, askdesk=askdesk, auth=auth, runner=runner or TurnRunner(askdesk))
-    options: dict[str, Any] = dict(
-        client_id=auth.client_id, client_secret=auth.client_secret, tenant_id=auth.tenant_id,
-        dangerously_allow_unauthenticated_requests=auth.dev_mode,
-        fetch_user_token=False, state=False, telemetry={"agent365": False},
-    )
-    if adapter is not None:
-        options["http_server_adapter"] = adapter
-    bot.app = App(**options)
-    if hasattr(adapter, "early_ack"):
-        from microsoft_teams.apps.auth import InboundActivityTokenValidator
-
-        validator = (None if auth.dev_mode or not auth.client_id
-                     else InboundActivityTokenValidator(auth.client_id, cloud=bot.app.cloud))
-        adapter.early_ack(bot.spawn, validator=validator, dev_mode=auth.dev_mode)
-    messages.register(bot)
-    bot.runner.escalation_desks.register("teams", escalation.TeamsDesk(bot))
-    extension.register(bot)
-    feedback.register(bot)
-    welcome.register(bot)
-    return bot

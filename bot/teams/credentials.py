@@ -7,10 +7,9 @@ rejects every request with 401 (what the SDK does without credentials).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from agent.config import Settings
+from bot.teams.settings import TeamsSettings
 
 
 class TeamsConfigError(Exception):
@@ -35,13 +34,12 @@ DEV_MODE_WARNING = (
 )
 
 
-def teams_auth(settings: Settings, env: dict[str, str] | None = None) -> TeamsAuth:
+def teams_auth(teams: TeamsSettings) -> TeamsAuth:
     """The credentials to start with, or TeamsConfigError naming what is missing."""
-    env = dict(os.environ) if env is None else env
-    client_id = env.get("CLIENT_ID") or None
-    client_secret = env.get("CLIENT_SECRET") or None
-    tenant_id = env.get("TENANT_ID") or None
-    if settings.teams_dev_mode:
+    client_id = teams.client_id or None
+    client_secret = (teams.client_secret.get_secret_value() or None) if teams.client_secret else None
+    tenant_id = teams.tenant_id or None
+    if teams.dev_mode:
         # No credentials: the SDK fetches no tokens and the connector is called without one.
         return TeamsAuth(client_id, client_secret, tenant_id, dev_mode=True)
     if not client_id or not client_secret:

@@ -14,6 +14,10 @@ more is one log line. Channel messages reach a bot only when they @mention it, u
 has the resource-specific permission `ChannelMessage.Read.Group` (docs/teams.md). `TeamsDesk` is
 Teams' side of an escalation that crosses surfaces (bot/escalation.py): a Slack question posted
 here, a Teams asker reached proactively from Slack.
+
+"Ask a person" is the asker's to press (as recorded with the answer: the button's data names the
+answer, never who may press it), "Save as answer" the replying expert's; admins may press both
+(bot/permissions.py). Anyone else gets a note only they see, and nothing changes.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ from microsoft_teams.api import MessageActivityInput
 from microsoft_teams.api.clients.conversation import CreateConversationParams
 
 from agent.state.base import Escalation, utcnow
-from bot.escalation import Target, escalation_channels, reachable_target
+from bot.escalation import Target
+from bot.permissions import asker_of, press_refused
 from bot.teams.answer import note
 from bot.teams.escalation_cards import SAVE_ANSWER, deep_link, escalate_button, escalation_card, save_button
 from bot.teams.escape import teams_text
-from bot.teams.incoming import Incoming
-from bot.teams.private import _tenant
+from bot.teams.incoming import TeamsMessage
+from bot.teams.private import _tenant, private_note
+from bot.teams.settings import SURFACE
 from bot.turn import new_id
 
 if TYPE_CHECKING:
@@ -44,7 +50,7 @@ ESCALATED_TTL_S = 90 * 24 * 3600  # one escalation per answer, for as long as an
 
 def teams_target(bot: "TeamsBot") -> Target | None:
     """(surface, channel) a Teams question is passed to; None: off (or on a surface not running here)."""
-    return reachable_target(bot.settings, "teams", bot.runner.escalation_desks)
+    return bot.runner.escalation_target(SURFACE)
 
 
 def describe(exc: BaseException) -> str:
@@ -53,11 +59,11 @@ def describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def thanks_message(bot: "TeamsBot", *, asker: str, message_id: str | None) -> MessageActivityInput:
-    """The reply to a 👎: thanks, and "Ask a person" when an escalation conversation is set."""
+def thanks_message(bot: "TeamsBot", *, message_id: str | None) -> MessageActivityInput:
+    """The reply to the asker's 👎: thanks, and "Ask a person" when an escalation conversation is set."""
     message = MessageActivityInput(text=teams_text(bot.runner.prompts.render("feedback_thanks")))
     if teams_target(bot):
-        message.add_attachments(escalate_button(bot.prompts, answer_id=None, asker=asker, message_id=message_id))
+        message.add_attachments(escalate_button(bot.prompts, answer_id=None, message_id=message_id))
     return message
 
 
@@ -122,7 +128,7 @@ async def relay_to_asker(bot: "TeamsBot", api: Any, e: Escalation) -> bool:
     return True
 
 
-async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
+async def ask_a_person(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any]) -> None:
     activity = ctx.activity
     conversation = activity.conversation.id
     found = teams_target(bot)
@@ -130,6 +136,15 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
         return
     surface, target = found
     prompts, state = bot.prompts, bot.runner.state
+    # the asker, as recorded with the answer: the button's data names the answer, never who may press it
+    records = bot.runner.records
+    record = await (records.get(str(data["a"])) if data.get("a")
+                    else records.by_message(conversation, data.get("m") or activity.reply_to_id))
+    refused = press_refused(bot.settings, prompts, "ask_a_person", presser=incoming.user_id, owner=asker_of(record),
+                            private=bool(record and record.private))
+    if refused is not None:
+        await private_note(bot, ctx, incoming, refused)
+        return
     key = data.get("m") or activity.reply_to_id or data.get("a") or activity.id  # the answer's message: one per answer
     if not await bot.runner.deliveries.first_time(f"escalate:{conversation}:{key}", ttl_s=ESCALATED_TTL_S):
         await note(ctx, prompts.text("escalation_already"))
@@ -140,22 +155,22 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     if not question:
         await note(ctx, prompts.text("escalation_no_question"))
         return
-    records = bot.runner.records
-    record = await (records.get(data["a"]) if data.get("a") else records.by_message(conversation, data.get("m")))
+    asker = asker_of(record) or incoming.user_id  # an admin's press passes on the asker's question
     escalation = Escalation(
-        id=new_id(), surface="teams", asker=str(data.get("u") or activity.from_.id), conversation=conversation,
+        id=new_id(), surface="teams", asker=asker, conversation=conversation,
         question=str(question), attempt=attempt, sources=list(record.sources) if record else [],
-        asker_name=activity.from_.name, asker_service_url=activity.service_url, link=deep_link(conversation),
+        asker_name=incoming.user_name if asker == incoming.user_id else None,
+        asker_service_url=activity.service_url, link=deep_link(conversation),
         target_surface=surface, target_channel=target)
     await state.save_escalation(escalation)  # kept whatever happens to the post
-    asker = activity.from_.name or escalation.asker
-    card = MessageActivityInput(text=f"**{teams_text(prompts.text('escalation_heading', asker=asker))}**")
+    heading = prompts.text("escalation_heading", asker=escalation.asker_name or escalation.asker)
+    card = MessageActivityInput(text=f"**{teams_text(heading)}**")
     card.add_attachments(escalation_card(escalation, prompts))
     desk = bot.runner.escalation_desks.get(surface)
     try:
         if surface == "teams":
             escalation.target_thread = await post_card(ctx.api, target, card, _tenant(ctx))
-        else:  # across surfaces: the other surface posts it (reachable_target: it runs here)
+        else:  # across surfaces: the other surface posts it (teams_target: it runs here)
             assert desk is not None
             escalation.target_thread = await desk.post(escalation)
     except Exception as exc:
@@ -166,10 +181,11 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     await note(ctx, prompts.text("escalation_passed_on"))
 
 
-async def relay_reply(bot: "TeamsBot", ctx: Any, incoming: Incoming) -> bool:
+async def relay_reply(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage) -> bool:
     """A person's message in an escalation thread: relayed to the asker if it is the first one.
     False: not one (the message is handled as usual)."""
-    if incoming.personal or incoming.from_bot or incoming.place not in escalation_channels(bot.settings):
+    if (incoming.personal or incoming.from_bot
+            or incoming.place not in bot.runner.escalation_desks.channels(bot.settings)):
         return False
     chain = ";messageid=" in incoming.conversation_id
     thread = incoming.conversation_id if chain else ctx.activity.reply_to_id
@@ -207,11 +223,16 @@ async def deliver_reply(bot: "TeamsBot", api: Any, e: Escalation) -> None:
         log.warning("teams: escalation %s: no \"Save as answer\" offered (%s)", e.id, describe(exc))
 
 
-async def save_answer(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
+async def save_answer(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any]) -> None:
     """Keep the expert's reply as a learned answer (once), and say so in the thread."""
     prompts, state = bot.prompts, bot.runner.state
     escalation = await state.escalation(str(data.get("e") or ""))
     if escalation is None or not escalation.expert_answer:
+        return
+    refused = press_refused(bot.settings, prompts, "save_answer", presser=incoming.user_id,
+                            owner=escalation.expert_id)
+    if refused is not None:
+        await private_note(bot, ctx, incoming, refused)
         return
     if escalation.saved_as or not await bot.runner.deliveries.first_time(f"learned:{escalation.id}",
                                                                          ttl_s=ESCALATED_TTL_S):
@@ -221,7 +242,7 @@ async def save_answer(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
         name = await bot.askdesk.save_learned(
             key=escalation.id, question=escalation.question, answer=escalation.expert_answer,
             expert=escalation.expert_name or escalation.expert_id or ctx.activity.from_.id,
-            when=escalation.answered_at or utcnow())
+            when=escalation.answered_at or utcnow(), asked_in=escalation.conversation)
     except Exception as exc:
         log.error("teams: saving escalation %s as an answer failed: %s", escalation.id, type(exc).__name__)
         await note(ctx, prompts.text("learned_failed"))
@@ -231,9 +252,9 @@ async def save_answer(bot: "TeamsBot", ctx: Any, data: dict[str, Any]) -> None:
     await note(ctx, prompts.text("learned_saved", name=name))
 
 
-async def pressed(bot: "TeamsBot", ctx: Any, action: str, data: dict[str, Any]) -> None:
+async def pressed(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, action: str, data: dict[str, Any]) -> None:
     """An askdesk button's press (bot/teams/escalation_cards.py)."""
     if action == SAVE_ANSWER:
-        await save_answer(bot, ctx, data)
+        await save_answer(bot, ctx, incoming, data)
     else:
-        await ask_a_person(bot, ctx, data)
+        await ask_a_person(bot, ctx, incoming, data)

@@ -39,11 +39,12 @@ def _button(title: str, data: dict[str, Any]) -> Attachment:
     return card_attachment(AdaptiveCardAttachment(content=card))
 
 
-def escalate_button(prompts: Any, *, answer_id: str | None, asker: str, question: str | None = None,
+def escalate_button(prompts: Any, *, answer_id: str | None, question: str | None = None,
                     attempt: str | None = None, message_id: str | None = None) -> Attachment:
     """"Ask a person", on the answer itself (question and attempt in its data) or after a 👎
-    (the rated message's id: the question is read back from the conversation's memory)."""
-    data: dict[str, Any] = {"askdesk": ESCALATE, "a": answer_id, "u": asker}
+    (the rated message's id: the question is read back from the conversation's memory). The
+    asker is not in the data: a press is checked against the answer's record."""
+    data: dict[str, Any] = {"askdesk": ESCALATE, "a": answer_id}
     if question is not None:
         data |= {"q": question[:DATA_CHARS], "t": (attempt or "")[:DATA_CHARS]}
     if message_id:

@@ -4,8 +4,10 @@ Slack's buttons, with surface `teams`.
 Teams sends only the rated message's id (`replyToId`), unique within its conversation: the
 answer is found by conversation + message id among what this process remembers of its recent
 answers (after a restart: rating only). What the person typed in the feedback form
-(`feedback`: JSON with `feedbackText`) is stored as the record's comment. With an escalation
-conversation set, a 👎 is answered with thanks and "Ask a person" (bot/teams/escalation.py).
+(`feedback`: JSON with `feedbackText`) is stored as the record's comment, unless the answer was
+private (or is no longer known: it may have been). With an escalation conversation set, the
+asker's 👎 on a public answer is answered with thanks and "Ask a person" (bot/teams/escalation.py);
+anyone else's only gets Teams' own acknowledgement.
 """
 
 import json
@@ -14,7 +16,8 @@ import logging
 from microsoft_teams.api import MessageSubmitActionInvokeActivity
 from microsoft_teams.apps import ActivityContext
 
-from bot.teams.escalation import teams_target, thanks_message
+from bot.teams.escalation import thanks_message
+from bot.teams.settings import SURFACE
 
 log = logging.getLogger("askdesk.teams")
 
@@ -24,16 +27,18 @@ def register(bot) -> None:
     async def on_feedback(ctx: ActivityContext[MessageSubmitActionInvokeActivity]) -> None:
         activity = ctx.activity
         conversation = activity.conversation.id
+        record = None
         try:
-            await bot.runner.record_feedback(
+            record = await bot.runner.record_feedback(
                 rating="up" if activity.value.action_value.reaction == "like" else "down",
                 user_id=activity.from_.id, surface="teams", channel=conversation.split(";", 1)[0],
                 thread=conversation, message_id=activity.reply_to_id,
                 comment=feedback_text(activity.value.action_value.feedback))
         except Exception as exc:  # the user's click must not fail; the log says why it was lost
             log.error("teams: feedback not stored: %s", type(exc).__name__)
-        if activity.value.action_value.reaction != "like" and teams_target(bot):
-            bot.spawn(_thanks(ctx, thanks_message(bot, asker=activity.from_.id, message_id=activity.reply_to_id)))
+        if (activity.value.action_value.reaction != "like"
+                and bot.runner.offers_escalation(SURFACE, record, activity.from_.id)):
+            bot.spawn(_thanks(ctx, thanks_message(bot, message_id=activity.reply_to_id)))
 
 
 async def _thanks(ctx: ActivityContext, message) -> None:

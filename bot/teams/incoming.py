@@ -79,7 +79,9 @@ def plain_text(text: str | None, *, html: bool = False) -> str:
 
 
 @dataclass
-class Incoming:
+class TeamsMessage:
+    """A message activity, reduced to what the bot decides on."""
+
     activity_id: str
     conversation_id: str  # a channel reply chain has its own id (…;messageid=<root>)
     scope: Scope
@@ -117,7 +119,7 @@ def _is_bot(activity: MessageActivity) -> bool:
     return sender.type == "bot" or role == "bot" or sender.id.startswith("28:")
 
 
-def parse(activity: MessageActivity) -> Incoming:
+def parse(activity: MessageActivity) -> TeamsMessage:
     mentioned = activity.is_recipient_mentioned()
     text = activity.text or ""
     if mentioned:
@@ -126,7 +128,7 @@ def parse(activity: MessageActivity) -> Incoming:
 
         text = strip_mentions_text(activity, StripMentionsTextOptions(account_id=activity.recipient.id)) or ""
     text = plain_text(text, html=activity.text_format == "xml")
-    return Incoming(
+    return TeamsMessage(
         activity_id=activity.id, conversation_id=activity.conversation.id, scope=_scope(activity),
         user_id=activity.from_.id, text=text, mentioned=mentioned, from_bot=_is_bot(activity),
         files=remote_files(activity.attachments), user_name=activity.from_.name,

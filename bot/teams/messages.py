@@ -18,17 +18,17 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
-from bot.teams import anyway, escalation
+from bot.teams import anyway, confirm, escalation
 from bot.teams.connector import unreachable
 from bot.teams.escalation_cards import SEARCH_ANYWAY, action_of
-from bot.teams.incoming import Incoming, parse
+from bot.teams.incoming import TeamsMessage, parse
 from bot.teams.private import _tenant
 from bot.teams.report_card import report_message, wants_report
 
 log = logging.getLogger("askdesk.teams")
 
 
-def activity_key(incoming: Incoming) -> str:
+def activity_key(incoming: TeamsMessage) -> str:
     """The claim on one activity (settled when its turn is over: bot/dedupe.py)."""
     return f"teams:activity:{incoming.conversation_id}:{incoming.activity_id}"
 
@@ -44,10 +44,13 @@ def register(bot) -> None:
         if not await bot.dedupe.claim(activity_key(incoming)):
             log.info("teams: duplicate delivery of activity %s ignored", incoming.activity_id)
             return
+        if (decided := confirm.pressed(bot, ctx, incoming)) is not None:  # Confirm / Cancel (bot/teams/confirm.py)
+            bot.spawn(_settled(bot, incoming, decided))
+            return
         button = action_of(ctx.activity.value)
         if button is not None:  # a press of an askdesk card button (no text, no mention)
             work = anyway.search_anyway(bot, ctx, incoming, button[1]) if button[0] == SEARCH_ANYWAY \
-                else escalation.pressed(bot, ctx, *button)
+                else escalation.pressed(bot, ctx, incoming, *button)
             bot.spawn(_settled(bot, incoming, work))
             return
         if not incoming.personal and not incoming.mentioned and not incoming.text:
@@ -55,11 +58,11 @@ def register(bot) -> None:
         bot.spawn(handle(bot, ctx, incoming))
 
 
-async def _addressed(bot, incoming: Incoming) -> bool:
+async def _addressed(bot, incoming: TeamsMessage) -> bool:
     """Personal chats and mentions always; otherwise only the asker's follow-up in a thread we answered."""
     if incoming.personal or incoming.mentioned:
         return True
-    if incoming.scope != "channel" or bot.settings.answer_mode_for(incoming.place) != "thread":
+    if incoming.scope != "channel" or not bot.runner.answers_follow_ups(incoming.place):
         return False
     try:
         return await bot.askers.asker(incoming.conversation_id) == incoming.user_id
@@ -81,20 +84,20 @@ async def send_report(bot, ctx) -> None:
         log.error("teams: report card not sent (%s)", type(exc).__name__)
 
 
-async def handle(bot, ctx, incoming: Incoming) -> None:
+async def handle(bot, ctx, incoming: TeamsMessage) -> None:
     """Answer (or not) one claimed activity, then settle its claim: done, whatever the outcome."""
     await _handle(bot, ctx, incoming)
     await bot.dedupe.settle(activity_key(incoming))
 
 
-async def _settled(bot, incoming: Incoming, work) -> None:
+async def _settled(bot, incoming: TeamsMessage, work) -> None:
     try:
         await work
     finally:
         await bot.dedupe.settle(activity_key(incoming))
 
 
-async def _handle(bot, ctx, incoming: Incoming) -> None:
+async def _handle(bot, ctx, incoming: TeamsMessage) -> None:
     if await escalation.relay_reply(bot, ctx, incoming):  # a person answering a passed-on question
         return
     if not await _addressed(bot, incoming):

@@ -29,7 +29,7 @@ from bot.teams.escape import teams_text
 
 if TYPE_CHECKING:
     from bot.teams.app import TeamsBot
-    from bot.teams.incoming import Incoming
+    from bot.teams.incoming import TeamsMessage
 
 log = logging.getLogger("askdesk.teams")
 
@@ -43,7 +43,7 @@ def _tenant(ctx: Any) -> str:
 class PrivateSend:
     """Sends a turn's messages to the asker alone (typing indicators as they are)."""
 
-    def __init__(self, bot: "TeamsBot", ctx: Any, incoming: "Incoming") -> None:
+    def __init__(self, bot: "TeamsBot", ctx: Any, incoming: "TeamsMessage") -> None:
         self.bot, self.ctx, self.incoming = bot, ctx, incoming
         self.tenant = _tenant(ctx)
         self.personal_chat: str | None = None  # created on the first fallback, reused for the rest
@@ -88,3 +88,13 @@ class PrivateSend:
             "recipient": None, "from_": self.ctx.activity.recipient,
             "conversation": ConversationAccount(id=self.personal_chat, conversation_type="personal")})
         return await api.conversations.create_activity(self.personal_chat, activity)
+
+
+async def private_note(bot: "TeamsBot", ctx: Any, incoming: "TeamsMessage", text: str) -> None:
+    """A note only the sender of `incoming` sees (in a personal chat, simply a reply; elsewhere a
+    targeted message, as a private answer goes); never raises."""
+    activity = MessageActivityInput(text=teams_text(text))
+    try:
+        await (ctx.send(activity) if incoming.personal else PrivateSend(bot, ctx, incoming)(activity))
+    except Exception as exc:
+        log.warning("teams: private note not sent (%s)", type(exc).__name__)

@@ -74,7 +74,9 @@ def settled(shown: str) -> str:
     return shown
 
 
-class Reply(Protocol):
+class Renderer(Protocol):
+    """How one answer is drawn in its conversation (`TeamsReply`, bot/teams/answer.py, drives it)."""
+
     async def start(self, text: str) -> None: ...
 
     async def progress(self, text: str) -> None: ...

@@ -1,4 +1,5 @@
-"""Start and stop the Teams bot inside `askdesk serve` (next to Slack, over one Askdesk)."""
+"""Start and stop the Teams bot inside `askdesk serve` (bot/teams/plugin.py), next to the other
+surfaces, over one Askdesk."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.teams.app import TeamsBot, build_teams_bot
+from bot.teams.app import TeamsBot
+from bot.teams.build import build_teams_bot
 from bot.teams.credentials import TeamsAuth
 from bot.teams.server import MESSAGES_PATH, TeamsListener, bind
+from bot.teams.settings import TeamsSettings
 
 if TYPE_CHECKING:
     from agent.config import Settings
@@ -38,10 +41,11 @@ async def start_teams(settings: "Settings", askdesk: "Askdesk", runner: "TurnRun
                       auth: TeamsAuth) -> RunningTeams:
     # The SDK logs whole activities (message text) at DEBUG: never let them through.
     logging.getLogger("microsoft_teams").setLevel(logging.WARNING)
+    port = TeamsSettings.of(settings).port
     try:
-        listener = TeamsListener(bind(host, settings.teams_port))
+        listener = TeamsListener(bind(host, port))
     except OSError as exc:
-        raise TeamsStartError(f"cannot listen on {host}:{settings.teams_port} for Teams ({exc.strerror or exc}): "
+        raise TeamsStartError(f"cannot listen on {host}:{port} for Teams ({exc.strerror or exc}): "
                               "set ASKDESK_TEAMS_PORT or --teams-port to a free port.") from None
     adapter = listener.adapter()
     adapter.ready = lambda: askdesk.ready

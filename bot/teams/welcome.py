@@ -42,8 +42,8 @@ def welcome_message(bot, scope: str, user_id: str | None, prompts: list[str]) ->
 
 async def teams_prompts(bot) -> list[str]:
     """The setting's prompts, else the deployment's, with registry examples typed as commands."""
-    if bot.settings.teams_suggested_prompts:
-        return list(bot.settings.teams_suggested_prompts)
+    if bot.teams_settings.suggested_prompts:
+        return list(bot.teams_settings.suggested_prompts)
     identity = bot.askdesk.identity.get(None)
     return [*identity.prompts, *(f"{c.name} {c.example}" for c in bot.askdesk.commands() if c.example)]
 

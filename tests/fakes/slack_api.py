@@ -6,7 +6,8 @@ fake.api_url)`). It keeps threads in memory, so messages the bot posts come back
 can be scripted per method: a 429 with `Retry-After`, or an `{"ok": false}` error.
 `add_file` hosts a file as Slack does: a file object for an event's `files`, whose
 `url_private_download` serves the bytes to a request with a bot token and, like Slack, a
-sign-in page (HTML, 200) to one without.
+sign-in page (HTML, 200) to one without (`stall`: only after that many seconds, a download in
+progress when a process is killed); `redirect` answers 302 to another URL, as a CDN hop would.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
+
+from tests.fakes.loopback import serve
 
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
@@ -40,6 +43,7 @@ class FakeSlackAPI:
         self.threads: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.scripted: dict[str, list[tuple[int, dict[str, Any], dict[str, str]]]] = {}
         self.streams: dict[tuple[str, str], dict[str, Any]] = {}
+        self.emails: dict[str, str] = {}  # user id -> the email users.info returns (users:read.email)
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -48,6 +52,9 @@ class FakeSlackAPI:
         self.socket_envelopes: list[dict[str, Any]] = []  # sent to a Socket Mode client once it connects
         self.socket_acks: list[dict[str, Any]] = []
         self.files: dict[str, tuple[bytes, str, bool]] = {}  # file id -> (bytes, content type, chunked)
+        self.stalls: dict[str, float] = {}  # file id -> seconds its download waits before answering
+        self._stopping = asyncio.Event()  # cuts stalled downloads short at stop()
+        self._redirects: dict[str, str] = {}
         self._file_ids = itertools.count(1)
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -58,14 +65,12 @@ class FakeSlackAPI:
         app.router.add_post("/response/{hook}", self._response_url)
         app.router.add_get("/socket", self._socket)
         app.router.add_get("/files-pri/{file}/download/{name}", self._download)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = next(iter(self._runner.addresses))[1]
+        app.router.add_get("/redirect/{hop}", self._redirect)
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner:
             await self._runner.cleanup()
 
@@ -137,11 +142,14 @@ class FakeSlackAPI:
         return texts
 
     def add_file(self, name: str, data: bytes, mimetype: str, *, size: int | None = None, chunked: bool = False,
-                 content_type: str | None = None) -> dict[str, Any]:
+                 content_type: str | None = None, stall: float = 0.0) -> dict[str, Any]:
         """Host a file; returns its file object as events carry it. `size`: what Slack declares
-        (default: the real size); `chunked`: served without a Content-Length."""
+        (default: the real size); `chunked`: served without a Content-Length; `stall`: seconds
+        before its download answers."""
         file_id = f"F{next(self._file_ids):04d}"
         self.files[file_id] = (data, content_type or mimetype, chunked)
+        if stall:
+            self.stalls[file_id] = stall
         return {
             "id": file_id, "created": int(time.time()), "timestamp": int(time.time()), "name": name, "title": name,
             "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1] if "." in name else "binary",
@@ -153,6 +161,12 @@ class FakeSlackAPI:
             "url_private_download": f"http://127.0.0.1:{self.port}/files-pri/{self.team_id}-{file_id}/download/{name}",
             "permalink": f"https://fake.slack.com/files/U0001/{file_id}/{name}",
         }
+
+    def redirect(self, to: str) -> str:
+        """A URL on this server that answers `302 Location: to` (recorded as `files:redirect`)."""
+        hop = f"h{len(self._redirects) + 1}"
+        self._redirects[hop] = to
+        return f"http://127.0.0.1:{self.port}/redirect/{hop}"
 
     # --- handlers -------------------------------------------------------------------------------
 
@@ -204,6 +218,11 @@ class FakeSlackAPI:
         file_id = request.match_info["file"].rsplit("-", 1)[-1]
         token = request.headers.get("Authorization", "").removeprefix("Bearer ")
         self._record("files:download", {"file": file_id, "_token": token})
+        if file_id in self.stalls:
+            try:
+                await asyncio.wait_for(self._stopping.wait(), self.stalls[file_id])
+            except asyncio.TimeoutError:
+                pass
         if file_id not in self.files:
             return web.Response(status=404, text="file not found")
         if not token.startswith("xoxb-"):
@@ -221,6 +240,11 @@ class FakeSlackAPI:
         except (ConnectionResetError, RuntimeError):
             pass  # the bot stopped reading (past its limit)
         return response
+
+    async def _redirect(self, request: web.Request) -> web.Response:
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._record("files:redirect", {"hop": request.match_info["hop"], "_token": token})
+        raise web.HTTPFound(self._redirects[request.match_info["hop"]])
 
     async def _response_url(self, request: web.Request) -> web.Response:
         payload = await request.json()
@@ -318,7 +342,8 @@ class FakeSlackAPI:
 
     def _users_info(self, args: dict) -> dict:
         user = args.get("user", "")
-        return {"ok": True, "user": {"id": user, "name": user.lower(), "profile": {"real_name": f"Person {user}"}}}
+        profile = {"real_name": f"Person {user}", **({"email": self.emails[user]} if user in self.emails else {})}
+        return {"ok": True, "user": {"id": user, "name": user.lower(), "profile": profile}}
 
     def _views_open(self, args: dict) -> dict:
         return {"ok": True, "view": {"id": "V0001", **(args.get("view") if isinstance(args.get("view"), dict) else {})}}

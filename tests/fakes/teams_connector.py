@@ -81,6 +81,17 @@ class FakeTeamsConnector:
         self.created: list[dict[str, Any]] = []  # conversations the bot created (personal chats)
         self.files: dict[str, tuple[bytes, str]] = {}
         self._file_ids = itertools.count(1)
+        self.emails: dict[str, str] = {}  # user id -> email, as a conversation member carries it
+
+    async def _member(self, request: web.Request) -> web.Response:
+        """A conversation member as the Bot Connector describes one (TeamsChannelAccount)."""
+        member = request.match_info["member"]
+        if member not in self.emails:
+            return web.json_response({"error": {"code": "MemberNotFoundInConversation",
+                                                "message": "The member could not be found"}}, status=404)
+        email = self.emails[member]
+        return web.json_response({"id": member, "name": email.split("@")[0], "aadObjectId": f"aad-{member}",
+                                  "email": email, "userPrincipalName": email, "userRole": "user"})
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -89,6 +100,7 @@ class FakeTeamsConnector:
         base = "/v3/conversations/{conversation}/activities"
         app.router.add_post("/v3/conversations", self._create_conversation)
         app.router.add_get("/files/{file}/{name}", self._download)
+        app.router.add_get("/v3/conversations/{conversation}/members/{member}", self._member)
         app.router.add_post(base, self._create)
         app.router.add_post(base + "/{activity}", self._create)
         app.router.add_put(base + "/{activity}", self._update)
@@ -332,11 +344,11 @@ def extension_query(service_url: str, query: str, *, command_id: str = "searchFa
 
 
 def feedback_invoke(service_url: str, *, reaction: str, reply_to_id: str, conversation: dict[str, Any] | None = None,
-                    comment: str = "") -> dict[str, Any]:
+                    comment: str = "", user: str = "29:user-ada") -> dict[str, Any]:
     """message/submitAction from the feedback loop's thumbs up/down."""
     value = {"actionName": "feedback",
              "actionValue": {"reaction": reaction, "feedback": json.dumps({"feedbackText": comment})}}
-    return invoke_activity(service_url, "message/submitAction", value, conversation=conversation,
+    return invoke_activity(service_url, "message/submitAction", value, conversation=conversation, user=user,
                            reply_to_id=reply_to_id)
 
 
@@ -367,7 +379,7 @@ class TeamsHarness:
                     auth: Any = None, runner: Any = None) -> "TeamsHarness":
         import aiohttp
 
-        from bot.teams.app import build_teams_bot
+        from bot.teams.build import build_teams_bot
         from bot.teams.credentials import TeamsAuth
         from bot.teams.server import TeamsListener, bind
 
