@@ -21,7 +21,9 @@ EVERYONE = "everyone"
 NOBODY = "nobody"  # an audience that names no one: visible to no asker
 AUDIENCE_KEY = "audience"
 
-_viewing: ContextVar[frozenset[str] | None] = ContextVar("askdesk_audience", default=None)
+# read directly by the knowledge search (a plain `.get()`, no call into this module when no
+# audience applies)
+VIEWING: ContextVar[frozenset[str] | None] = ContextVar("askdesk_audience", default=None)
 
 
 def viewer_keys(*, channel: str | None = None, user: str | None = None, email: str | None = None,
@@ -40,15 +42,15 @@ def viewer_keys(*, channel: str | None = None, user: str | None = None, email: s
 @contextmanager
 def viewing(keys: frozenset[str] | None) -> Iterator[None]:
     """Narrow every knowledge search inside the block to what `keys` may see."""
-    token = _viewing.set(keys)
+    token = VIEWING.set(keys)
     try:
         yield
     finally:
-        _viewing.reset(token)
+        VIEWING.reset(token)
 
 
 def current() -> frozenset[str] | None:
-    return _viewing.get()
+    return VIEWING.get()
 
 
 def audience_filter(keys: frozenset[str] | None = None) -> models.Filter | None:

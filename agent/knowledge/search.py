@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 import agent.store.models as models
-from agent.audience import current, narrowed
+from agent.audience import VIEWING, narrowed
 from agent.knowledge import versions
 from agent.knowledge import calibration
 from agent.knowledge.embedders import EmbedderError
@@ -156,7 +156,7 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     metadata = await _check_collection(runtime, name)
     user_filter = filters.to_qdrant() if filters else None
     # what the asker may see (agent/audience.py), then each file wholly old or wholly new
-    flt = versions.visible(narrowed(user_filter), metadata)
+    flt = versions.visible(user_filter if VIEWING.get() is None else narrowed(user_filter), metadata)
     try:
         dense_vec = await runtime.embedder().embed_query(query) if mode != "sparse" else None
     except EmbedderError as exc:
@@ -187,7 +187,7 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not points and not user_filter and current() is None and await runtime.store.count(name, flt) == 0:
+    if not points and not user_filter and VIEWING.get() is None and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
     passages = [_passage(p, dense_vec) for p in points]
     centers = metadata.get(calibration.KEY)
