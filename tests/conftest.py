@@ -120,6 +120,20 @@ def no_real_network():
 
 
 @pytest.fixture(autouse=True)
+def forget_finished_servers():
+    """aiohttp keeps every request handler it has seen in an lru_cache (web_app.
+    _cached_build_middleware, 1,024 entries): each test's Slack or Teams bot, with its service, store and model state,
+    stayed reachable from it for the rest of the run (the suite's memory grew to 2 GB). A
+    process serves one app, so only the tests need the cache emptied."""
+    yield
+    from aiohttp import web_app
+
+    clear = getattr(getattr(web_app, "_cached_build_middleware", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
+@pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     for name in _ENV_TO_CLEAR:
         monkeypatch.delenv(name, raising=False)
