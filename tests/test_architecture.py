@@ -82,25 +82,8 @@ def cycles() -> list[list[str]]:
     return found
 
 
-# Packages whose cycles (each closed by a TYPE_CHECKING import) their owners are removing in
-# this round; a cycle elsewhere, or one that leaves its package, fails. Once a package has none,
-# the second test says to take it off this list.
-PENDING = {
-    "bot.console": "the handlers type `Console` from app.py, which imports the handlers",
-}
-
-
-def pending(component: list[str]) -> str | None:
-    return next((p for p in PENDING if all(m.startswith(p + ".") for m in component)), None)
-
-
 def test_no_import_cycles_even_through_imports_inside_functions_or_for_type_checking():
-    assert [c for c in cycles() if pending(c) is None] == []
-
-
-def test_the_pending_cycles_are_still_there():
-    """A package that lost its cycles comes off PENDING (so that none can come back)."""
-    assert set(PENDING) - {pending(c) for c in cycles()} == set()
+    assert cycles() == []
 
 
 def test_the_cycle_check_sees_type_checking_imports():

@@ -24,7 +24,7 @@ from aiohttp import web
 from bot.console.shared import SESSION, STARTED
 
 if TYPE_CHECKING:
-    from bot.console.app import Console
+    from bot.console.state import Console
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PUBLIC = "__console_public__"

@@ -49,12 +49,14 @@ class ConsoleSurface(Surface):
     async def start(self, desk: Desk) -> Stop:
         from aiohttp import web
 
-        from bot.console.app import Console
+        from bot.console.app import application
+        from bot.console.state import Console
         from bot.console.reports import Window
 
         config = self.console_settings
         runtime = desk.askdesk.runtime
         console = Console(desk.settings, config, desk.askdesk, self.oidc, embedder=runtime.embedder)
+        console.app = application(console)
         runner = web.AppRunner(console.app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, desk.host, config.port)

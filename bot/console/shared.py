@@ -3,26 +3,17 @@ the application that lists them do not import each other)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from bot.console.keys import LOGIN, SESSION, STARTED  # noqa: F401  (the handlers import them from here)
+
 if TYPE_CHECKING:
-    from bot.console.app import Console
+    from bot.console.state import Console
     from bot.console.sessions import Session
 
 CONSOLE: web.AppKey["Console"] = web.AppKey("console")
-
-
-def _request_key(name: str, kind: type) -> Any:
-    """A typed request key where aiohttp has them (3.12+), else its name."""
-    maker = getattr(web, "RequestKey", None)
-    return maker(name, kind) if maker is not None else name
-
-
-STARTED = _request_key("console_started", float)
-SESSION = _request_key("console_session", object)  # the request's Session, or None
-LOGIN = _request_key("console_login", str)  # the login cookie's value set by this response
 
 
 def console_of(request: web.Request) -> "Console":
