@@ -87,15 +87,15 @@ class Incoming:
     load_email: Callable[[], Awaitable[str | None]] | None = None
 
 
-async def audience_of(incoming: Incoming, people: bool = True) -> list[str] | None:
+async def audience_of(incoming: Incoming, people: Callable[[], bool] = lambda: True) -> list[str] | None:
     """The keys the knowledge sources' audiences may name for this answer (agent/audience.py):
     in a channel the channel's, in a DM or a private answer the asker's (id, email, domain).
     The terminal is the deployment's own operator: unrestricted. The email is looked up only
-    when some source's audience names `people` by email or domain."""
+    when `people()` says some source's audience names people by email or domain."""
     if incoming.surface == "cli":
         return None
     email = None
-    if people and (incoming.private or not incoming.channel) and incoming.load_email is not None:
+    if (incoming.private or not incoming.channel) and incoming.load_email is not None and people():
         try:
             email = await incoming.load_email()
         except Exception as exc:  # no email: the asker still sees what their id and everyone may
@@ -238,7 +238,7 @@ class TurnRunner:
                              user_id=incoming.user_id, history=history, collection=incoming.collection,
                              attachments=attachments, private=incoming.private,
                              search_anyway=incoming.search_anyway, confirmation=incoming.confirmation,
-                             audience=await audience_of(incoming, self.askdesk.audiences_name_people()))
+                             audience=await audience_of(incoming, self.askdesk.audiences_name_people))
         try:
             result = await self.askdesk.answer(request, progress=reply.progress,
                                                on_text=reply.text if reply.streams else None)

@@ -4,6 +4,7 @@ in a key is one clear line at start-up, naming the source."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,38 +77,47 @@ def config_fingerprint(config: SourceConfig) -> str:
     return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def declared_audiences(settings: "Settings") -> tuple[list[str] | str, ...]:
+    """Each declared source's `audience` as written (a list, "everyone" or "from_source"), read
+    again only when sources.yaml changes: surfaces ask on every turn."""
+    path = sources_path(settings)
+    try:
+        changed = path.stat().st_mtime_ns
+    except OSError:
+        return ()
+    return _audiences(str(path), changed)
+
+
+@lru_cache(maxsize=8)
+def _audiences(path: str, changed: int) -> tuple[list[str] | str, ...]:
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return ()
+    entries = raw.get("sources") if isinstance(raw, dict) else None
+    out: list[list[str] | str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        audience = entry.get("audience") if isinstance(entry, dict) else None
+        if isinstance(audience, str):
+            out.append(audience if audience in ("everyone", "from_source") else [audience])
+        elif isinstance(audience, list):
+            out.append([str(a) for a in audience])
+    return tuple(out)
+
+
+def _names_a_person(key: str) -> bool:
+    return "@" in key or key.startswith("domain:")
+
+
 def audiences_name_people(settings: "Settings") -> bool:
     """Whether any declared source is limited to people (an email, a domain, or what the
     service shares): only then is an asker's email worth looking up (one API call per turn)."""
-    path = sources_path(settings)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return False
-    for entry in raw.get("sources") or [] if isinstance(raw, dict) else []:
-        audience = entry.get("audience") if isinstance(entry, dict) else None
-        if audience == "from_source":
-            return True
-        if isinstance(audience, str):
-            audience = [audience]
-        if isinstance(audience, list) and any("@" in str(a) or str(a).startswith("domain:") for a in audience):
-            return True
-    return False
+    return any(a == "from_source" or (isinstance(a, list) and any(map(_names_a_person, a)))
+               for a in declared_audiences(settings))
 
 
 def restricted_places(settings: "Settings") -> set[str]:
     """The channel and user ids some source's audience names: a place whose answers may draw on
     restricted documents (an expert's answer saved from there keeps that place's audience)."""
-    path = sources_path(settings)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return set()
-    places: set[str] = set()
-    for entry in raw.get("sources") or [] if isinstance(raw, dict) else []:
-        audience = entry.get("audience") if isinstance(entry, dict) else None
-        for key in ([audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []):
-            key = str(key)
-            if key not in ("everyone", "from_source") and "@" not in key and not key.startswith("domain:"):
-                places.add(key.split(";", 1)[0])
-    return places
+    return {key.split(";", 1)[0] for a in declared_audiences(settings) if isinstance(a, list)
+            for key in a if key not in ("everyone", "from_source") and not _names_a_person(key)}
