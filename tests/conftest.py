@@ -131,6 +131,24 @@ def forget_finished_servers():
     clear = getattr(getattr(web_app, "_cached_build_middleware", None), "cache_clear", None)
     if clear is not None:
         clear()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def _libc_malloc_trim():
+    """glibc keeps the memory a test freed for its own later use, in many arenas (every thread
+    the embedder, SQLite and the stores start gets one): the suite's peak grew by ~0.3 GB of
+    freed memory. `malloc_trim(0)` gives it back to the system after each test (~ms)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to give back this way
+        return None
+
+
+_malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ Embedding costs 0.1-0.3 s per chunk, so every embedding is done once per session
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -61,6 +62,13 @@ def _persisted_cache(config, tmp_path_factory) -> Path:
     return Path(folder) / CACHE_NAME
 
 
+def _persist(built: Path, persisted: Path) -> None:
+    """Replace the kept cache in one step: under pytest-xdist another worker may be copying it."""
+    partial = persisted.with_name(f"{persisted.name}.{os.getpid()}.partial")
+    shutil.copy(built, partial)
+    os.replace(partial, persisted)
+
+
 def _seed(data_dir: Path, cache: Path) -> None:
     from tests.conftest import seed_embeddings
 
@@ -87,7 +95,7 @@ def kb_subset_cache(tmp_path_factory, pytestconfig) -> Path:
 
     asyncio.run(build())
     if not persisted.exists():
-        shutil.copy(settings.data_dir / CACHE_NAME, persisted)
+        _persist(settings.data_dir / CACHE_NAME, persisted)
     return settings.data_dir / CACHE_NAME
 
 
@@ -116,7 +124,7 @@ def kb_settings(tmp_path_factory, kb_subset_cache, pytestconfig) -> Settings:
 
     report = asyncio.run(build())
     if report.embedded:
-        shutil.copy(settings.data_dir / CACHE_NAME, persisted)
+        _persist(settings.data_dir / CACHE_NAME, persisted)
     return settings
 
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import stat
 import tempfile
+from pathlib import Path
+
+import pytest
 
 from agent.config import Settings
 from agent.runtime import Runtime
@@ -22,6 +26,15 @@ from tests.test_store_concurrency import EXIT_IN_USE, cli_env, run_cli
 DOC = "bcy2025-psoc-chart-twc-qa.md"
 
 
+@pytest.fixture
+def short_dir():
+    """A private folder with a short path: the runtime dirs under test must fit a socket's
+    108-character limit whatever pytest's tmp_path looks like (longer under pytest-xdist)."""
+    path = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def long_data_dir(tmp_path):
     return tmp_path / ("a-data-directory-whose-path-is-far-too-long-for-a-unix-socket-" * 2) / "data"
 
@@ -30,9 +43,9 @@ def _mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-async def test_a_long_data_dir_gets_its_socket_in_a_private_runtime_dir(tmp_path, monkeypatch):
+async def test_a_long_data_dir_gets_its_socket_in_a_private_runtime_dir(tmp_path, short_dir, monkeypatch):
     """`askdesk ingest` (the real console script) finds the bot through the lock file."""
-    runtime_dir = tmp_path / "run"
+    runtime_dir = short_dir / "run"
     runtime_dir.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_dir))
     data = seed_embeddings(long_data_dir(tmp_path))
@@ -52,14 +65,14 @@ async def test_a_long_data_dir_gets_its_socket_in_a_private_runtime_dir(tmp_path
     assert not channel.path.exists() and "admin_socket" not in read_holder(data)
 
 
-async def test_without_xdg_runtime_dir_the_socket_goes_in_a_private_temp_dir(tmp_path, monkeypatch):
+async def test_without_xdg_runtime_dir_the_socket_goes_in_a_private_temp_dir(tmp_path, short_dir, monkeypatch):
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(short_dir))
     data = long_data_dir(tmp_path)
     runtime = Runtime.open(Settings(data_dir=data))
     channel = await AdminChannel.start(Settings(data_dir=data), runtime)
     try:
-        assert channel is not None and channel.path.parent == tmp_path / f"askdesk-{os.getuid()}"
+        assert channel is not None and channel.path.parent == short_dir / f"askdesk-{os.getuid()}"
         assert _mode(channel.path.parent) == 0o700
     finally:
         if channel is not None:
@@ -67,11 +80,11 @@ async def test_without_xdg_runtime_dir_the_socket_goes_in_a_private_temp_dir(tmp
         await runtime.close()
 
 
-async def test_a_loose_runtime_dir_is_tightened_and_a_planted_link_refused(tmp_path, monkeypatch):
+async def test_a_loose_runtime_dir_is_tightened_and_a_planted_link_refused(tmp_path, short_dir, monkeypatch):
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    (tmp_path / f"askdesk-{os.getuid()}").mkdir(mode=0o777)
-    os.chmod(tmp_path / f"askdesk-{os.getuid()}", 0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(short_dir))
+    (short_dir / f"askdesk-{os.getuid()}").mkdir(mode=0o777)
+    os.chmod(short_dir / f"askdesk-{os.getuid()}", 0o777)
     data = long_data_dir(tmp_path)
     runtime = Runtime.open(Settings(data_dir=data))
     channel = await AdminChannel.start(Settings(data_dir=data), runtime)
@@ -81,8 +94,8 @@ async def test_a_loose_runtime_dir_is_tightened_and_a_planted_link_refused(tmp_p
         if channel is not None:
             await channel.close()
         await runtime.close()
-    (tmp_path / f"askdesk-{os.getuid()}").rename(tmp_path / "moved")  # a link where the dir would be
-    os.symlink(tmp_path / "moved", tmp_path / f"askdesk-{os.getuid()}")
+    (short_dir / f"askdesk-{os.getuid()}").rename(short_dir / "moved")  # a link where the dir would be
+    os.symlink(short_dir / "moved", short_dir / f"askdesk-{os.getuid()}")
     from bot.admin.location import socket_path
 
     assert socket_path(data) is None

@@ -273,14 +273,14 @@ async def test_streamed_answer_with_injections_reaches_slack_escaped(make_bot, f
     from bot.slack import reply
 
     monkeypatch.setattr(reply, "STREAM_APPEND_EVERY", 0.01)  # an append every ~120 characters, not one a second
-    llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=3000)
+    llm.set_stream_pace(AGENT, first_token=0.05, tokens_per_s=1500)  # ~2 s: many appends even on a loaded machine
     llm.script(AGENT, final(LONG_ANSWER, KB_DOC))
     slack = await make_bot()
     ts = "1700018000.000100"
     await slack.mention("what is the income limit?", ts=ts)
     await slack.bot.drain()
 
-    assert fake_slack.calls_to("chat.startStream") and len(fake_slack.calls_to("chat.appendStream")) > 3
+    assert fake_slack.calls_to("chat.startStream") and len(fake_slack.calls_to("chat.appendStream")) >= 3
     assert fake_slack.calls_to("chat.postMessage")  # the answer went on in a second message
     assert_nothing_forged(fake_slack)
     streamed = streamed_markdown(fake_slack)
