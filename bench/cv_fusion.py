@@ -26,6 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 import agent.knowledge.search as search_mod  # noqa: E402
+import agent.knowledge.sparse as sparse_mod  # noqa: E402
 from agent.config import Settings  # noqa: E402
 from agent.evaluation.retrieval import rank_items, score  # noqa: E402
 from agent.knowledge.embed_cache import CACHE_FILE, SEED_FILE, EmbeddingCache  # noqa: E402
@@ -50,8 +51,9 @@ def _pick(table: dict[tuple, dict], ids: list[str]) -> tuple:
 
 
 async def _ranks_for(runtime, items, k: int, w: float) -> dict[str, int | None]:
-    search_mod.RRF_K = k
-    search_mod.RRF_WEIGHTS = (1.0, w)
+    for module in (search_mod, sparse_mod):  # `fusion` reads sparse's; the cross-language bonus search's
+        module.RRF_K = k
+        module.RRF_WEIGHTS = (1.0, w)
     ranks, _ = await rank_items(items, runtime, depth=10)
     return ranks
 

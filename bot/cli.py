@@ -133,3 +133,11 @@ def main() -> None:
     except StoreInUse as exc:  # any command, whatever its own error handling: one line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(EXIT_IN_USE)
+    except ValueError as exc:  # a prompt or a setting that cannot be said (checked at start-up): one line
+        from agent.prompts import PromptError
+        from agent.understanding.identity import CapabilitiesError
+
+        if not isinstance(exc, (PromptError, CapabilitiesError)):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)

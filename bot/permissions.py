@@ -3,7 +3,8 @@
 A button acts for one person, so only that person or an admin (ASKDESK_ADMINS) may press it:
 "Search the documents anyway" and "Ask a person" act for whoever asked the question; "Save as
 answer" acts for the person whose reply was relayed (any member of the escalation channel may
-reply, and the first reply is the one relayed). Anyone else gets a private note, and nothing
+reply, and the first reply is the one relayed); a learned answer's Confirm, Edit and Retire act
+for its owner (who saved it). Anyone else gets a private note, and nothing
 changes.
 
 Who that person is comes from what askdesk keeps, never from the press: the answer record's
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
     from agent.config import Settings
     from agent.prompts import PromptSet
 
-Button = Literal["search_anyway", "ask_a_person", "save_answer"]
+Button = Literal["search_anyway", "ask_a_person", "save_answer", "review_answer"]
+
+OWN_NOTE: dict[str, str] = {"save_answer": "button_expert_only", "review_answer": "button_owner_only"}
 
 
 def may_press(settings: "Settings", presser: str | None, owner: str | None) -> bool:
@@ -38,7 +41,7 @@ def press_refused(settings: "Settings", prompts: "PromptSet", button: Button, *,
     """The private note `presser` gets instead of what `button` does; None when they may press it."""
     if not (private and button == "ask_a_person") and may_press(settings, presser, owner):
         return None
-    return prompts.text("button_expert_only" if button == "save_answer" else "button_asker_only")
+    return prompts.text(OWN_NOTE.get(button, "button_asker_only"))
 
 
 def asker_of(record: AnswerRecord | None) -> str | None:

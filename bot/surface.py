@@ -10,6 +10,7 @@ one turn runner, with no line of the core naming it.
 - `connect()`: reach the platform before anything is opened (a rejected token fails now);
 - `start(desk)`: serve; returns the coroutine function that stops it;
 - `target(ref)`: whether a configured escalation channel id is one of its channels;
+- `review_notifier()`: how it messages a learned answer's owner before the answer's review date;
 - `env_variables()` / `missing_env()`: what `askdesk plugins` shows.
 
 What every surface decides the same way (privacy, which buttons an answer offers, who may press
@@ -29,6 +30,7 @@ from agent.config import PluginSettings, Settings
 from bot.escalation import Target
 
 if TYPE_CHECKING:
+    from agent.learned import Notifier
     from agent.turn.service import Askdesk
     from bot.turn import TurnRunner
 
@@ -83,6 +85,11 @@ class Surface:
     @classmethod
     def target(cls, ref: str) -> Target | None:
         """`ref` (a configured escalation channel) as one of this surface's channels; None: not one."""
+        return None
+
+    def review_notifier(self) -> "Notifier | None":
+        """How this surface, once started, messages a learned answer's owner it knows (the review
+        reminder, agent/knowledge/learned_review.py); None: it cannot."""
         return None
 
     @classmethod

@@ -29,6 +29,7 @@ from agent.audience import viewer_keys
 from agent.answers import AnswerResult, AskRequest, Attachment, Confirmation, Surface
 from agent.capabilities.base import CommandResult
 from agent.messages import ChatMessage
+from agent.prompts import LANGUAGE, speaking
 from agent.state.base import Outcome, TurnRecord
 from agent.state.feedback import Feedback
 from bot.dedupe import Deliveries
@@ -37,6 +38,7 @@ from bot.permissions import offers_escalation
 from bot.private import asked_privately
 from bot.rate_limit import RateLimiter
 from bot.records import AnswerRecord, AnswerRecords
+from bot.revisit import Revisits, cited_answer
 
 if TYPE_CHECKING:
     from agent.turn.service import Askdesk
@@ -180,6 +182,8 @@ class TurnRunner:
         self.feedback_routes = {*askdesk.capabilities().names, "clarify"}
         # each running surface registers its desk; `surfaces`: the registered ones (plug-ins')
         self.escalation_desks = EscalationDesks(surfaces)
+        # answers with sources, revisited when a cited document changes (each surface registers its desk)
+        self.revisits = Revisits(settings)
 
     def privacy(self, text: str, *, channel: str | None) -> Privacy:
         """Whether a question is answered to the asker alone: in a channel or group chat (`channel`;
@@ -218,8 +222,10 @@ class TurnRunner:
     async def run(self, incoming: Incoming, reply: Reply) -> Delivery | None:
         """Answer `incoming` through `reply`; None when it got a note instead or was not delivered.
         The delivery's claims are settled when the turn is over, whatever its outcome, unless the
-        process is stopping (another replica may then answer Slack's retry)."""
-        delivery = await self._run(incoming, reply)
+        process is stopping (another replica may then answer Slack's retry). Notes before the
+        answer are said in the message's language, the answer's fixed texts in the turn's."""
+        with speaking(self.askdesk.language_of(incoming.text)):
+            delivery = await self._run(incoming, reply)
         if incoming.claims:
             await self.deliveries.settle(*incoming.claims)
         return delivery
@@ -247,7 +253,9 @@ class TurnRunner:
             raise
         except Exception as exc:  # answer() promises not to raise; a bug must still not leave the user hanging
             log.error("%s: answer failed (reference %s): %s", incoming.surface, answer_id, type(exc).__name__)
-            result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge")
+            result = AnswerResult(answer=self.prompts.render("internal_error", ref=answer_id), route="knowledge",
+                                  language=LANGUAGE.get())
+        LANGUAGE.set(result.language)  # buttons, headings and notes in the answer's language (until `run` ends)
         feedback = result.route in self.feedback_routes
         passed_on = not incoming.private  # a private question offers nothing that would pass it on
         delivery = Delivery(
@@ -280,6 +288,12 @@ class TurnRunner:
                 question=None if incoming.private or not delivery.feedback else incoming.text,
                 asker=incoming.user_id, private=incoming.private),
                 conversation=incoming.thread_id, message_id=message_id)
+        if delivery.feedback and result.references and incoming.surface != "cli":  # the terminal: no thread to note
+            await self.revisits.cited(cited_answer(
+                answer_id=answer_id, surface=incoming.surface, thread_id=incoming.thread_id, message_id=message_id,
+                asker=incoming.user_id, private=incoming.private,
+                question=incoming.text if self.store_text and not incoming.private else None,
+                audience=request.audience, collection=incoming.collection, result=result))
         return delivery
 
     async def _notice(self, incoming: Incoming, result: AnswerResult) -> str | None:

@@ -373,7 +373,7 @@ def test_search_only_answer_says_when_the_evidence_is_weak():
     passages = [Passage(text="Some passage " * 60, source="a.md", title="A", section="S", score=0.5)]
     strong = knowledge_answer(ToolResult(text="", data=passages), default_prompts())
     weak = knowledge_answer(ToolResult(text="", data=passages, weak_evidence=True), default_prompts())
-    assert strong.startswith("Here are the most relevant passages") and "(source: A — S)" in strong
+    assert strong.startswith("Here are the most relevant passages") and "**[1]** A — S" in strong
     assert weak.startswith("No passage closely matches") and len(weak) < len(passages[0].text) + 300
 
 

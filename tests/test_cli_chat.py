@@ -318,13 +318,13 @@ def test_search_only_answer_numbers_its_passages_as_its_sources():
     result = ToolResult(text="", references=refs, data=found)
     shown = KnowledgeCapability.__new__(KnowledgeCapability).search_only(Found("knowledge", "get_formatted_context", {}, result, "q"),
                                             default_prompts())
-    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", shown.text, flags=re.MULTILINE)]
+    numbers = [int(n) for n in re.findall(r"^\*\*\[(\d+)\]\*\* ", shown.text, flags=re.MULTILINE)]
     assert numbers == list(range(1, len(shown.references) + 1)) == [1, 2, 3, 4]
     assert [r.source for r in shown.references] == ["a.md", "b.md", "c.md", "d.md"]  # e.md: a sixth passage, not shown
-    first = shown.text.split("\n2. ")[0]
-    assert "Passage number 1" in first and "Passage number 3" in first and "(source: A.MD — Limits)" in first
+    first = shown.text.split("\n**[2]** ")[0].split("\n**[1]** ", 1)[1]
+    assert first.startswith("A.MD — Limits") and "Passage number 1" in first and "Passage number 3" in first
     for i, ref in enumerate(shown.references, start=1):  # each entry names its own source
-        entry = shown.text.split(f"\n{i}. ", 1)[1].split("(source: ", 1)[1]
+        entry = shown.text.split(f"\n**[{i}]** ", 1)[1]
         assert entry.startswith(ref.title)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import socket
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import SimpleNamespace
 from typing import AsyncIterator
 
@@ -18,6 +19,7 @@ import pytest
 from yarl import URL
 
 from agent.config import Settings
+from agent.knowledge.learned import LearnedAnswers
 from agent.state.memory import MemoryState
 from bot.console.plugin import ConsoleSurface
 from bot.surface import Desk, SurfaceError
@@ -43,6 +45,8 @@ class StubService:
         self.state = MemoryState()
         self.runtime = SimpleNamespace(embedder=lambda: None)
         self.removed: list[str] = []
+        self.learned_answers = LearnedAnswers(self.runtime, Path("/nonexistent/learned"), review_days=180,  # type: ignore[arg-type]
+                                              remind_days=14)
 
     def learned(self) -> list:
         return []

@@ -265,7 +265,7 @@ async def test_a_gap_turned_into_a_learned_answer_is_cited_by_the_next_question(
     assert "authorized person" in result.answer
 
     # removed from the console: gone from the folder and from the answers
-    await row.locator("button").click()  # confirms first (the tab accepts the dialog)
+    await row.locator("button", has_text="Remove").click()  # confirms first (the tab accepts the dialog)
     await page.wait_for_selector(".flash.ok")
     assert GAP not in await page.inner_text("main")
     assert not (served.askdesk.settings.learned_path / name).exists()

@@ -100,7 +100,7 @@ async def test_thumbs_down_ask_a_person_relay_save_and_cite(make_bot, fake_slack
     [learned] = askdesk.learned()
     path = askdesk.settings.learned_path / learned.name
     text = path.read_text()
-    assert text.startswith(f"# {QUESTION}") and EXPERT_ANSWER in text and "Answered by Person UEXPERT on" in text
+    assert f"\n# {QUESTION}\n" in text and EXPERT_ANSWER in text and "Answered by Person UEXPERT on" in text
     assert (await askdesk.state.escalation(escalation.id)).saved_as == learned.name
     assert "Saved as a learned answer" in fake_slack.calls_to("chat.postEphemeral")[-1].args["text"]
 

@@ -103,7 +103,7 @@ async def test_unanswerable_ask_a_person_relay_save_and_cite(make_bot, connector
     [learned] = askdesk.learned()
     try:
         text = (askdesk.settings.learned_path / learned.name).read_text()
-        assert text.startswith(f"# {QUESTION}") and EXPERT_ANSWER in text and "Answered by Ada Lovelace on" in text
+        assert f"\n# {QUESTION}\n" in text and EXPERT_ANSWER in text and "Answered by Ada Lovelace on" in text
         assert "Saved as a learned answer" in connector.sent_messages(escalation.target_thread)[-1]["text"]
 
         # the next question finds and cites it

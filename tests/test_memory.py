@@ -25,6 +25,16 @@ def test_trim_cuts_an_oversized_newest_message_instead_of_dropping_everything():
     assert len(kept) == 1 and kept[0].content.endswith("TAIL") and len(kept[0].content) == 10
 
 
+def test_long_answers_are_cut_before_the_threads_first_question_is_dropped():
+    """Two search-only answers with whole sections used to fill the budget, so a follow-up lost the
+    question it leans on ("which providers are left out of it?" anchored on "who runs it?")."""
+    history = [msg("user", "how often is the market rate survey done?"), msg("assistant", "A" * 5000),
+               msg("user", "who runs it?"), msg("assistant", "B" * 5000)]
+    kept = trim_history(history, 6000)
+    assert [m.content for m in kept if m.role == "user"] == ["how often is the market rate survey done?", "who runs it?"]
+    assert all(len(m.content) <= 2002 and m.content.startswith(("A", "B")) for m in kept if m.role == "assistant")
+
+
 async def test_sqlite_store_isolates_threads_and_surfaces_and_persists(tmp_path):
     path = tmp_path / "memory.sqlite"
     store = SQLiteState(path)

@@ -51,7 +51,9 @@ async def test_searches_during_updates_always_find_the_file_once(tmp_path, monke
     target = kb / "a.md"
     target.write_text(document("a.md", "firstversion"), encoding="utf-8")
     (kb / "b.md").write_text(document("b.md", "other"), encoding="utf-8")
-    runtime = Runtime.open(Settings(data_dir=tmp_path / "data", embedder=EMBEDDER, embedding_cache=False))
+    # every chunk its own result (section_chars=0): the probe below reads chunk 9 of each version
+    runtime = Runtime.open(Settings(data_dir=tmp_path / "data", embedder=EMBEDDER, embedding_cache=False,
+                                    section_chars=0))
     runtime._embedders[EMBEDDER] = SlowQueryEmbedder()  # type: ignore[assignment]
     only_a = SearchFilters(source="a.md")
     results: list[set[str]] = []
@@ -76,3 +78,38 @@ async def test_searches_during_updates_always_find_the_file_once(tmp_path, monke
     assert len(results) > 50
     # each search saw the last chunk of exactly one version of a.md
     assert [r for r in results if len(r) != 1] == []
+
+
+async def test_a_section_shown_during_updates_is_never_a_mix_of_two_versions(tmp_path, monkeypatch):
+    """Section expansion reads the chunks around a match after the match was found: it reads them
+    with the same version filter, so no context joins the old and the new file."""
+    import re
+
+    monkeypatch.setattr(ingest_module, "UPSERT_BATCH", 2)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    target = kb / "a.md"
+    target.write_text(document("a.md", "firstversion"), encoding="utf-8")
+    runtime = Runtime.open(Settings(data_dir=tmp_path / "data", embedder=EMBEDDER, embedding_cache=False,
+                                    section_chars=20_000))  # the whole file around any match
+    runtime._embedders[EMBEDDER] = SlowQueryEmbedder()  # type: ignore[assignment]
+    seen: list[set[str]] = []
+    stop = asyncio.Event()
+
+    async def searcher() -> None:
+        while not stop.is_set():
+            hits = await search(runtime, "eligibility income", top_k=5, filters=SearchFilters(source="a.md"))
+            seen.append({m for h in hits for m in re.findall(r"\b(?:first)?version[a-h]?\b", h.context or h.text)})
+            await asyncio.sleep(0)
+
+    try:
+        await ingest(runtime, [kb])
+        searchers = [asyncio.create_task(searcher()) for _ in range(4)]
+        for i in range(8):
+            target.write_text(document("a.md", f"version{'abcdefgh'[i]}"), encoding="utf-8")
+            assert (await ingest(runtime, [kb])).updated == ["a.md"]
+        stop.set()
+        await asyncio.gather(*searchers)
+    finally:
+        await runtime.close()
+    assert len(seen) > 50 and all(len(markers) == 1 for markers in seen), [m for m in seen if len(m) != 1][:5]

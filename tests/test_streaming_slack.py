@@ -82,7 +82,7 @@ async def test_every_model_failing_mid_answer_continues_with_the_search_results(
     text = reply["text"]
     assert ANSWER.startswith(text.split("\n\n", 1)[0])
     assert "incomplete" in text and "documents say" in text
-    assert "Income Eligibility" in text or "source:" in text  # the passages follow the note
+    assert "Income Eligibility" in text or "**[1]**" in text  # the passages follow the note
     assert not text.rstrip().endswith(ANSWER[150:200])  # never the half answer alone
 
 
@@ -114,7 +114,7 @@ async def test_a_stream_stalling_past_the_turn_deadline_keeps_the_text_and_adds_
     [reply] = bot_messages(fake_slack, "C0001", ts)
     shown, rest = reply["text"].split("\n\n", 1)
     assert ANSWER.startswith(shown) and len(shown) > 20
-    assert "incomplete" in rest and "source:" in rest  # the note, then the passages
+    assert "incomplete" in rest and "**[1]**" in rest  # the note, then the passages
 
 
 async def test_an_answer_still_streaming_at_shutdown_is_closed_with_a_note(make_bot, fake_slack, llm):

@@ -139,6 +139,9 @@ class Capability:
     # a quick necessary condition of `claims` (agent/accents.py): a message without it is not
     # offered to `claims` at all (None: every message is)
     cue: "Cue | None" = None
+    # a request for its records by their noun ("which clinics have…", agent/asking.py): a search of
+    # it whatever else the message says (None: it has no records)
+    records_cue: "Cue | None" = None
 
     def __init__(self, runtime: "Runtime | None" = None) -> None:
         self.runtime = runtime

@@ -1,6 +1,8 @@
 """The knowledge base as a capability: the `get_formatted_context` tool over one collection,
-its search before the first model call, and its search-only answer (the best passages with
-their sources, exactly what a model would have been given).
+its search before the first model call, and its search-only answer: one lead-in line chosen
+from the evidence, the lines of the best passages that answer the question (a table row with its
+header, a list item, the sentence with the asked figure: agent/knowledge/answer_lines.py) quoted
+with where they stand, then the passages with their sources, tables whole (agent/tables.py).
 
 Bound to one knowledge collection (a Slack channel may use another: `slack_channel_collections`).
 It claims no message by its wording: whether a message is for the documents is decided by
@@ -9,10 +11,13 @@ meaning (agent/understanding/gate.py), and everything no registry claims is thei
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Capability, EvalSection, Found, SearchOnly
+from agent.knowledge.answer_lines import AnswerLine, answer_lines
 from agent.knowledge.search import Passage
+from agent.tables import Table, blocks
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
 from agent.tools import formatted_context
@@ -26,8 +31,14 @@ if TYPE_CHECKING:
     from agent.runtime import Runtime
 
 TOOL = "get_formatted_context"
-PASSAGE_CHARS = 350  # of each passage in a search-only answer
 MAX_PASSAGES = 5
+PASSAGE_CHARS = 700  # of each passage's prose in a search-only answer (its tables are shown whole)
+TABLE_CHARS = 3000  # a longer table is shown up to here, cut between rows
+ANSWER_CHARS = 6000  # the whole answer: later sources are left out (never one an answer line cites)
+WHERE_CHARS = 80  # of a section's name after an answer line
+# the one line heading a search-only answer, by what the evidence says (`lead_in`)
+ANSWERED, WEAK, BORDERLINE, UNANSWERABLE = "search_only_header", "search_only_weak", "borderline_note", "unanswerable_header"
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 
 def passages(found: Found | None) -> list[Passage]:
@@ -49,11 +60,24 @@ def best_centered(found: Found | None) -> float | None:
     return max(scores) if scores else None
 
 
-def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
+def whole(p: Passage) -> str:
+    """The passage's text as a reader needs it: the section around the match when the search
+    gave it (`context`), else the matched text."""
+    return getattr(p, "context", None) or p.text
+
+
+def from_section(text: str, section: str) -> str:
+    """`text` from the heading of its `section` on (a chunk can start in the section before the
+    one it is filed under: the reader starts where it is), else `text` as it is."""
+    name = section.rsplit(" > ", 1)[-1].strip().strip("*#").strip()
+    if not name:
         return text
-    return text[:limit].rsplit(" ", 1)[0] + "…"
+    lines = text.split("\n")
+    for i, line in enumerate(lines[1:], start=1):
+        heading = line.strip().strip("#").strip().strip("*").strip()
+        if heading == name and (line.lstrip().startswith("#") or line.strip().startswith("**")):
+            return "\n".join(lines[i:])
+    return text
 
 
 def shown(result: ToolResult | None) -> list[tuple[Reference, list[Passage]]]:
@@ -66,20 +90,124 @@ def shown(result: ToolResult | None) -> list[tuple[Reference, list[Passage]]]:
     return list(groups.values())
 
 
-def knowledge_answer(result: ToolResult | None, prompts: "PromptSet") -> str:
-    """The best passages with where each comes from (no model), numbered as their sources are:
-    passages from the same source and section share one entry."""
+def lead_in(result: ToolResult | None, *, borderline: bool = False, unanswerable: bool = False) -> str:
+    """The name of the one line heading a search-only answer, chosen from the evidence: the
+    documents do not support an answer (the calibrated judgement), the search flagged its best
+    match as weak, the message may be outside the documents (the gate could not place it, or
+    the asker overrode a refusal), or the passages answer it."""
+    if unanswerable:
+        return UNANSWERABLE
+    if result is not None and result.weak_evidence:
+        return WEAK
+    return BORDERLINE if borderline else ANSWERED
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def _cite(ref: Reference, number: int) -> str:
+    """`*section* [n]` after an answer line: where it stands, linked when the source has an address."""
+    where = _clip(ref.section.rsplit(" > ", 1)[-1] if ref.section else (ref.title or ref.source), WHERE_CHARS)
+    where = where.replace("[", "(").replace("]", ")").replace("*", "")
+    label = f"[{where}]({ref.url})" if ref.url and ref.url.startswith(("http://", "https://")) else where
+    return f"*{label}* [{number}]"
+
+
+def _prose(text: str, room: int) -> tuple[list[str], int]:
+    """Markdown lines of `text` within `room` characters, cut between lines, else after a
+    sentence, else between words; headings as bold lines. (lines, room left; < 0: cut short)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.lstrip().startswith("#"):
+            title = line.strip().lstrip("#").strip()
+            line = f"**{title}**" if title else ""
+        if len(line) + 1 <= room:
+            out.append(line)
+            room -= len(line) + 1
+            continue
+        head = line[:room]
+        ends = [m.start() for m in _SENTENCE.finditer(head)]
+        cut = head[:ends[-1]] if ends and ends[-1] > room // 3 else head.rsplit(" ", 1)[0]
+        if cut.strip():
+            out.append(cut.rstrip() + " …")
+        return out, -1
+    return out, room
+
+
+def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
+    """A passage as shown in a search-only answer: its Markdown as written (paragraphs, lists,
+    bold), its prose up to `limit` characters, its tables whole up to TABLE_CHARS and then cut
+    between rows — never inside one."""
+    parts: list[str] = []
+    room = limit
+    for block in blocks(text):
+        if isinstance(block, Table):
+            piece = block.pieces(TABLE_CHARS)[0]
+            parts.append(piece.markdown() + ("\n\n…" if len(piece.rows) < len(block.rows) else ""))
+            continue
+        if room <= 0:
+            parts.append("…")
+            break
+        lines, room = _prose(block, room)
+        if any(line.strip() for line in lines):
+            parts.append("\n".join(lines).strip("\n"))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _answer_block(lines: list[AnswerLine], number: int, ref: Reference) -> str:
+    """Answer lines of one passage: sentences and items quoted, rows of one table as one table."""
+    unit = lines[0].unit
+    if unit.table is not None:  # the rows in the table's order
+        ordered = sorted(lines, key=lambda line: line.order)
+        table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
+        return f"{table.markdown()}\n\n— {_cite(ref, number)}"
+    return f"> {unit.text} — {_cite(ref, number)}"
+
+
+def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "", lead: str | None = None) -> SearchOnly:
+    """The search-only answer: one lead-in line (`lead`, a message name; else chosen from the
+    evidence), the lines that answer `query` quoted with where they stand, then the best
+    passages with their tables whole, numbered as their sources are: passages from the same
+    source and section share one entry, and entry i is reference i."""
     entries = shown(result)
     if not entries:
-        return prompts.render("search_only_empty")
-    lines = [prompts.render("search_only_weak" if result.weak_evidence else "search_only_header")]  # type: ignore[union-attr]
+        return SearchOnly(text=prompts.render("search_only_empty"))
+    number = {id(p): i for i, (_, found) in enumerate(entries, start=1) for p in found}
+    ranked = [p for p in (result.data if result is not None else []) if isinstance(p, Passage) and id(p) in number]
+    parts = [prompts.render(lead or lead_in(result))]
+    cited = 0
+    answers = answer_lines(query, ranked) if query.strip() else []
+    groups: list[list[AnswerLine]] = []
+    for line in answers:  # rows of one table in one passage go together
+        same = next((g for g in groups if g[0].passage == line.passage and line.unit.table is not None
+                     and g[0].unit.table is not None and g[0].unit.table.header == line.unit.table.header), None)
+        if same is not None:
+            same.append(line)
+        else:
+            groups.append([line])
+    for group in groups:
+        n = number[id(ranked[group[0].passage])]
+        cited = max(cited, n)
+        parts.append(_answer_block(group, n, entries[n - 1][0]))
+    size = sum(len(p) + 2 for p in parts)
+    kept = 0
     for i, (ref, found) in enumerate(entries, start=1):
-        where = ref.title or ref.source
-        if ref.section:
-            where += f" — {ref.section}"
-        text = "\n   ".join(excerpt(p.text) for p in found)
-        lines.append(f"\n{i}. {text}\n   (source: {where})")
-    return "\n".join(lines)
+        bodies = list(dict.fromkeys(excerpt(from_section(whole(p), p.section)) for p in found))
+        entry = f"**[{i}]** {ref.label()}\n\n" + "\n\n".join(bodies)
+        if i > max(cited, 1) and size + len(entry) > ANSWER_CHARS:
+            break
+        parts.append(entry)
+        size += len(entry) + 2
+        kept = i
+    return SearchOnly(text="\n\n".join(parts), references=[ref for ref, _ in entries[:kept]])
+
+
+def knowledge_answer(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
+                     lead: str | None = None) -> str:
+    """The search-only answer's text (`compose`)."""
+    return compose(result, prompts, query=query, lead=lead).text
 
 
 class KnowledgeCapability(Capability):
@@ -113,21 +241,30 @@ class KnowledgeCapability(Capability):
     def arguments(self, query: str) -> dict[str, Any]:
         return {"query": query, "top_k": min(self.runtime.settings.top_k, MAX_TOP_K)}
 
-    async def search(self, query: str, also: tuple[tuple[str, float], ...] = ()) -> Found:
-        """The tool's search for `query` (fused with `also`: a message in its thread's context);
+    async def search(self, query: str, also: tuple[tuple[str, float], ...] = (), *,
+                     model: "Model | None" = None) -> Found:
+        """The tool's search for `query` (fused with `also`: a message in its thread's context;
+        with `model`, also in the knowledge base's other languages: agent/knowledge/translation.py);
         raises KnowledgeBaseUnavailable when the store is down."""
         arguments = self.arguments(query)
         result = await formatted_context.get_formatted_context(self.runtime, query, arguments["top_k"], collection=self.collection,
-                                             also=list(also))
+                                             also=list(also), model=model)
         return Found(self.name, TOOL, arguments, result, query)
 
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
         return await self.search(query)
 
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
+        return self.answer(found, prompts)
+
+    def answer(self, found: Found | None, prompts: "PromptSet", *, borderline: bool = False,
+               unanswerable: bool = False) -> SearchOnly:
+        """The search-only answer to what `found` was searched for, headed by the one lead-in
+        the evidence calls for (`lead_in`); its references are its entries' sources, in the
+        same order: "[3]" in the text is source 3."""
         result = found.result if found is not None else None
-        # the references are the entries' sources, in the same order: "3." in the text is source 3
-        return SearchOnly(text=knowledge_answer(result, prompts), references=[ref for ref, _ in shown(result)])
+        lead = lead_in(result, borderline=borderline, unanswerable=unanswerable)
+        return compose(result, prompts, query=found.query if found is not None else "", lead=lead)
 
     async def vocabulary(self) -> "Vocabulary":
         from agent.knowledge.vocabulary import vocabulary

@@ -59,6 +59,7 @@ class RegistryCapability(Capability):
         # what a message must hold for `claims` to be asked (agent/registry/cue.py): the
         # understanding layer tests it first, so a message without it runs (and loads) no parser
         self.cue = registry.cue
+        self.records_cue = registry.records_cue  # "which offices…": a request for its records (cue.py)
 
     def tools(self) -> list["Tool"]:
         return [self._tool]

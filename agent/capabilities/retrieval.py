@@ -13,6 +13,7 @@ import logging
 from agent.capabilities.base import Found
 from agent.capabilities.knowledge import KnowledgeCapability
 from agent.knowledge.search import KnowledgeBaseUnavailable
+from agent.providers.base import Model
 from agent.tracing import NOOP, Span
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,7 @@ class Retrieval:
     def __init__(self, knowledge: KnowledgeCapability, span: Span = NOOP) -> None:
         self.knowledge = knowledge
         self.span = span
+        self.model: Model | None = None  # translates the query into the other languages of the base, when set
         self._found: dict[tuple[str, Also], Found] = {}
 
     async def get(self, query: str, also: Also = ()) -> Found:
@@ -33,7 +35,7 @@ class Retrieval:
             child = self.span.child("tool:get_formatted_context", "tool",
                                     {"arguments": self.knowledge.arguments(query), "also": list(also)})
             try:
-                found = await self.knowledge.search(query, tuple(also))
+                found = await self.knowledge.search(query, tuple(also), model=self.model)
             except Exception as exc:
                 child.end(error=type(exc).__name__)
                 raise

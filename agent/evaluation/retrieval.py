@@ -1,8 +1,8 @@
 """The `retrieval` section of an eval file: recall@1/3/5, MRR and per-language recall.
 
 An item `{id, question, must_contain, lang?}` is a hit at k when every `must_contain` string
-occurs (case-insensitively) in at least one of the top-k passages; its rank is the smallest
-such k. The search runs exactly as the bot's tool does (hybrid unless `mode` says otherwise).
+occurs (case-insensitively) in at least one of the top-k passages — in what each hands over, its
+section `context` when search expanded it — ; its rank is the smallest such k. The search runs exactly as the bot's tool does (hybrid unless `mode` says otherwise).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def hit_rank(passages: list[Passage], must_contain: list[str]) -> int | None:
     needed = [s.lower() for s in must_contain]
     seen: set[int] = set()
     for rank, p in enumerate(passages, start=1):
-        text = f"{p.title}\n{p.section}\n{p.text}".lower()
+        text = f"{p.title}\n{p.section}\n{p.context or p.text}".lower()  # what the reader is shown
         seen.update(i for i, s in enumerate(needed) if s in text)
         if len(seen) == len(needed):
             return rank

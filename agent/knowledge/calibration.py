@@ -38,6 +38,7 @@ from agent.knowledge.store import DENSE
 from agent.yamlio import safe_load
 
 if TYPE_CHECKING:
+    from agent.knowledge.answerable_calibration import AnswerableCalibration
     from agent.runtime import Runtime
     from agent.understanding.domain import Domain
 
@@ -59,7 +60,7 @@ def unit(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-FORMAT = 2  # bumped when what a calibration holds changes: older ones are recomputed
+FORMAT = 3  # bumped when what a calibration holds changes: older ones are recomputed
 
 
 def examples_version(texts: list[str]) -> str:
@@ -82,6 +83,14 @@ class Calibration:
     margin: dict[str, dict[str, float]]
     close: list[int] = field(default_factory=list)  # examples set aside: as close as its own questions
     computed_at: float = 0.0
+    # where a question the documents do not answer sits for this collection, learned from its own
+    # passages (agent/knowledge/answerable_calibration.py); None until measured
+    answerable: dict[str, Any] | None = None
+
+    def answerable_cuts(self) -> "AnswerableCalibration | None":
+        from agent.knowledge.answerable_calibration import AnswerableCalibration
+
+        return AnswerableCalibration.model_validate(self.answerable) if self.answerable else None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,7 +103,8 @@ class Calibration:
         """What `askdesk ingest --json` and `askdesk eval` report (no vectors)."""
         return {"chunks": self.chunks, "examples_version": self.examples_version,
                 "examples_set_aside": len(self.close), "examples_similarity_to_kb": self.kb.get("all", {}),
-                "examples_margin": self.margin.get("all", {}), "content_version": self.content_version}
+                "examples_margin": self.margin.get("all", {}), "content_version": self.content_version,
+                "answerable": cuts.summary() if (cuts := self.answerable_cuts()) else None}
 
     def percentile(self, table: str, lang: str, p: int) -> float | None:
         """A percentile of the examples in `lang` (all examples when too few are in it)."""
@@ -306,11 +316,40 @@ async def examples(runtime, domain: "Domain | None" = None) -> _Examples:
     return per_runtime[key]
 
 
-async def calibrate(runtime, collection: str, domain: "Domain | None" = None) -> Calibration:
-    """Compute and store `collection`'s calibration against this deployment's examples."""
+async def calibrate(runtime, collection: str, domain: "Domain | None" = None, *, wait: bool = False) -> Calibration:
+    """Compute and store `collection`'s calibration against this deployment's examples, then
+    where its unanswered questions sit (agent/knowledge/answerable_calibration.py): awaited with
+    `wait` (an ingest), else measured in the background (the gate calibrating inside a turn: the
+    pseudo-questions' searches take seconds, the gate's part milliseconds)."""
     ex = await examples(runtime, domain)
-    return await compute_and_store(runtime, collection, ex.texts, ex.vectors, ex.langs, close_pct=CLOSE_PCT,
-                                   categories=ex.kinds)
+    calibration = await compute_and_store(runtime, collection, ex.texts, ex.vectors, ex.langs, close_pct=CLOSE_PCT,
+                                          categories=ex.kinds)
+    if wait:
+        return await add_answerable(runtime, collection, calibration)
+    runtime.spawn(_add_answerable_later(runtime, collection, calibration))
+    return calibration
+
+
+async def _add_answerable_later(runtime, collection: str, calibration: Calibration) -> None:
+    try:
+        await add_answerable(runtime, collection, calibration)
+    except Exception as exc:  # the store went away: the next calibration measures it
+        log.warning("answerable calibration of %s not stored: %s", collection, type(exc).__name__)
+
+
+async def add_answerable(runtime, collection: str, calibration: Calibration) -> Calibration:
+    """`calibration` with the answerable judgement's cuts, stored unless the collection or the
+    examples changed meanwhile (a newer calibration is then being made)."""
+    from agent.knowledge import answerable_calibration
+
+    cuts = await answerable_calibration.calibrate(runtime, collection, calibration.to_json(), measure=centered)
+    current, _ = await stored(runtime, collection)
+    if current is not None and (current.content_version, current.examples_version) != \
+            (calibration.content_version, calibration.examples_version):
+        return calibration
+    calibration.answerable = cuts.model_dump()
+    await runtime.store.update_metadata(collection, {KEY: calibration.to_json()})
+    return calibration
 
 
 async def refresh(runtime, collection: str) -> Calibration:
@@ -318,7 +357,7 @@ async def refresh(runtime, collection: str) -> Calibration:
     that changed the collection calls this, so the gate finds it ready."""
     from agent.understanding.domain import domain_path, load_domain
 
-    return await calibrate(runtime, collection, load_domain(domain_path(runtime.settings)))
+    return await calibrate(runtime, collection, load_domain(domain_path(runtime.settings)), wait=True)
 
 
 async def _write_shipped_seed() -> None:

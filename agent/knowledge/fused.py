@@ -2,7 +2,8 @@
 
 The router searches a follow-up twice — the message alone and the message in the thread's
 context — and fuses the two lists, so neither a thread-blind search nor a long earlier
-question that drowns the new detail decides alone. Passages found by both rise.
+question that drowns the new detail decides alone. Passages found by both rise; so do the places
+both found through different chunks of one section (agent/knowledge/sections.py).
 """
 
 from __future__ import annotations
@@ -17,19 +18,30 @@ if TYPE_CHECKING:
 RRF_K = 10  # rank constant of the fusion (lists here are short and already well ordered)
 
 
+def _reach(p: Passage) -> tuple[int, int]:
+    return p.span or (p.chunk_index, p.chunk_index)
+
+
 def fuse(lists: list[tuple[list[Passage], float]], top_k: int, k: int = RRF_K) -> list[Passage]:
-    """Weighted RRF over passage identity (source, chunk); the best dense score is kept."""
-    scores: dict[tuple[str, int], float] = {}
-    best: dict[tuple[str, int], Passage] = {}
+    """Weighted RRF over the places passages show: two passages of one document whose contexts
+    share a chunk are one place (two searches may match different chunks of the same section).
+    Each place keeps the passage with the best dense score."""
+    scores: list[float] = []
+    best: list[Passage] = []
     for passages, weight in lists:
         for rank, p in enumerate(passages, start=1):
-            key = (p.source, p.chunk_index)
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-            kept = best.get(key)
-            if kept is None or (p.dense_score or 0.0) > (kept.dense_score or 0.0):
-                best[key] = p
-    order = sorted(scores, key=lambda key: (-scores[key], key))[:top_k]  # ties: document, then chunk
-    return [best[key].model_copy(update={"score": round(scores[key], 6)}) for key in order]
+            lo, hi = _reach(p)
+            place = next((i for i, kept in enumerate(best) if kept.source == p.source
+                          and lo <= _reach(kept)[1] and _reach(kept)[0] <= hi), None)
+            if place is None:
+                scores.append(0.0)
+                best.append(p)
+                place = len(best) - 1
+            scores[place] += weight / (k + rank)
+            if (p.dense_score or 0.0) > (best[place].dense_score or 0.0):
+                best[place] = p
+    order = sorted(range(len(best)), key=lambda i: (-scores[i], best[i].source, best[i].chunk_index))[:top_k]
+    return [best[i].model_copy(update={"score": round(scores[i], 6)}) for i in order]
 
 
 async def search_fused(

@@ -70,6 +70,9 @@ class IngestReport:
     embedded: int = 0  # chunks actually sent to the embedder (cache misses)
     seconds: float = 0.0
     calibration: dict[str, Any] | None = None  # the off-topic calibration, when it was recomputed
+    languages: dict[str, int] = field(default_factory=dict)  # language -> chunks of the collection (agent/knowledge/kb_languages.py)
+    languages_note: str | None = None  # documents' languages askdesk has no translations for (said, not an error)
+    revisits: int = 0  # answers that cited a replaced or removed document, now listed (agent/revisit.py)
 
     def summary(self) -> str:
         parts = [
@@ -97,6 +100,9 @@ class IngestReport:
             "pruned": self.pruned,
             "seconds": round(self.seconds, 2),
             "calibration": self.calibration,
+            "languages": self.languages,
+            "languages_note": self.languages_note,
+            "revisits": self.revisits,
         }
 
 
@@ -227,13 +233,16 @@ async def ingest(
     progress: IngestProgress | None = None,
     calibration_wanted: bool = True,
     remove: Iterable[str] = (),
+    revisit: bool = True,
 ) -> IngestReport:
     """Bring `collection` in line with the files under `paths` (see the module docstring).
 
     With `prune`, chunks of files that are not under `paths` any more are deleted: pass every
     path the collection is built from. When the collection changed (or was never calibrated),
     the off-topic calibration is recomputed (agent/knowledge/calibration.py). `remove`: sources
-    to delete as a prune would (a learned answer taken out of the knowledge base).
+    to delete as a prune would (a learned answer taken out of the knowledge base). `revisit`:
+    answers that cited a replaced or removed document are listed to revisit (agent/revisit.py);
+    False when the text did not change (a learned answer past its review date is only withheld).
     """
     started = time.perf_counter()
     settings = runtime.settings
@@ -267,7 +276,7 @@ async def ingest(
         planned.append((doc, chunks, {"audience": normal_audience(doc.audience)} if doc.audience else {}))
     present = {source for _, source in files} if prune else None
     return await _write(runtime, name, planned, report, progress, present=present, dropped=set(remove),
-                        calibration_wanted=calibration_wanted, started=started)
+                        calibration_wanted=calibration_wanted, started=started, revisit=revisit)
 
 
 async def ingest_documents(
@@ -304,7 +313,7 @@ async def ingest_documents(
 
 async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, list[Chunk], dict[str, Any]]],
                  report: IngestReport, progress: IngestProgress, *, present: set[str] | None, dropped: set[str],
-                 calibration_wanted: bool, started: float) -> IngestReport:
+                 calibration_wanted: bool, started: float, revisit: bool = True) -> IngestReport:
     """Bring the collection in line with `planned` (see `ingest`); `present`: prune every other
     file (synced documents excepted)."""
     settings = runtime.settings
@@ -341,6 +350,7 @@ async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, li
     progress.chunks_found(sum(len(chunks) for _, chunks, _, _ in work))
 
     deleted: list[str] = []  # superseded versions already deleted: their keys go with the next write
+    replaced: list[str] = []  # documents that had a version before this one
     cache = open_cache(settings)
     try:
         for doc, chunks, fhash, extra in work:
@@ -364,6 +374,8 @@ async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, li
                 progress.chunks_done(len(points))
             await versions.switch(runtime, name, doc.source, version, old)
             deleted = await _delete(runtime, name, doc.source, old)
+            if old:
+                replaced.append(doc.source)
             if stats is not None:  # the terms of the BM25 vectors just written: no tokenising again
                 for point in written:
                     stats.count(point.payload or {}, point.vector[SPARSE].indices)  # type: ignore[index]
@@ -403,9 +415,20 @@ async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, li
         if stats is None:  # none yet (an older build's collection) or out of step: one scan, now
             await statistics_log.rebuild(runtime, name)
         forget_vocabulary(runtime, name)  # this process reads the new statistics
+    if revisit and (replaced or report.pruned):  # answers that cited them are to be revisited
+        import asyncio
+
+        from agent.revisit import documents_changed
+
+        changes = {**{s: "removed" for s in report.pruned}, **{s: "changed" for s in replaced}}
+        report.revisits = len(await asyncio.to_thread(documents_changed, settings, changes))  # type: ignore[arg-type]
     stale, version = await calibration.stored(runtime, name)
     if calibration_wanted and (stale is None or stale.content_version != version):
         # what "on topic" looks like for this collection, recomputed with its content
         report.calibration = (await calibration.refresh(runtime, name)).summary()
+    from agent.knowledge import kb_languages
+
+    report.languages = kb_languages.held(settings, name)
+    report.languages_note = kb_languages.note(report.languages, kb_languages.spoken(settings))
     report.seconds = time.perf_counter() - started
     return report

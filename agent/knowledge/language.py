@@ -2,51 +2,85 @@
 
 Diacritics that only Vietnamese uses plus stopword counts are enough to tell these apart on a
 document or a question; no model to download. Anything else reports as "und" only when no
-signal at all is found, never a wrong third language.
+signal at all is found, never a wrong third language. The words and letters are data
+(agent/data/languages.yaml).
+
+`detect_language` always names a language (the index and the off-topic check need one);
+`message_language` says which language to answer a message in, and None when the message is
+too short or mixed to tell, so a turn can take its thread's language instead.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
+from importlib import resources
+
+from agent.yamlio import safe_load
+
+_DATA = safe_load(resources.files("agent.data").joinpath("languages.yaml").read_text("utf-8"))
 
 # Letters with marks that Vietnamese uses and Spanish does not (base vowels with horn/breve/
 # circumflex, d-stroke, and tone marks under/hook above).
-_VI_CHARS = set("ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ")
-_ES_CHARS = set("ñ¿¡")
+_VI_CHARS = frozenset(_DATA["vi_letters"])
+_ES_CHARS = frozenset(_DATA["es_letters"])
+_VI_MESSAGE_CHARS = _VI_CHARS | frozenset(_DATA["vi_message_letters"])
+_VI_PLAIN = frozenset(_DATA["vi_plain_words"])
 
 _WORD = re.compile(r"[^\W\d_]+")
 
-_STOP = {
-    "en": set(
-        "the and of to is in for with that on are be or this by as it from at what how can "
-        "an do does you your if not will which have has who when".split()
-    ),
-    "es": set(
-        "el la los las de del que en y para con por una un es se al lo como su sus más "
-        "qué cuál cómo cuando puede pueden son está también o no le".split()
-    ),
-    "vi": set(
-        "của và là có không được cho các những trong với một này khi thì để người ở đã "
-        "từ như phải vào cũng về hay nào gì bao nhiêu".split()
-    ),
-}
+_STOP: dict[str, set[str]] = {lang: set(words) for lang, words in _DATA["stopwords"].items()}
 
 LANGUAGES = ("en", "es", "vi")
 
 
-def detect_language(text: str, default: str = "en") -> str:
-    """Best guess among en/es/vi; `default` when the text carries no signal (e.g. "TX3C?")."""
+def _scores(text: str, message: bool = False) -> dict[str, int] | None:
+    """Points per language (stopwords, and the letters only one of them marks); None: no words.
+    `message`: a message to answer, where Vietnamese typed with or without its marks weighs more."""
     sample = unicodedata.normalize("NFC", text[:20000].lower())
     words = _WORD.findall(sample)
     if not words:
-        return default
-    vi_marks = sum(1 for ch in sample if ch in _VI_CHARS)
+        return None
     scores = {lang: sum(1 for w in words if w in stop) for lang, stop in _STOP.items()}
-    scores["vi"] += vi_marks
+    if message:
+        scores["vi"] += 2 * sum(1 for ch in sample if ch in _VI_MESSAGE_CHARS) + sum(1 for w in words if w in _VI_PLAIN)
+    else:
+        scores["vi"] += sum(1 for ch in sample if ch in _VI_CHARS)
     scores["es"] += 2 * sum(1 for ch in sample if ch in _ES_CHARS)
+    return scores
+
+
+def detect_language(text: str, default: str = "en") -> str:
+    """Best guess among en/es/vi; `default` when the text carries no signal (e.g. "TX3C?")."""
+    scores = _scores(text)
+    if not scores:
+        return default
     best = max(scores, key=lambda k: scores[k])
     if scores[best] == 0:
         return default
     # A Vietnamese-titled document whose body is mostly English is English for search purposes.
     return best
+
+
+def message_language(text: str) -> str | None:
+    """The language `text` is clearly written in: the one with the most points, ahead of every
+    other; None when none scores or two tie ("DS-210?", "ok", "No, the other one")."""
+    scores = _scores(text, message=True)
+    if not scores:
+        return None
+    ranked = sorted(scores.values(), reverse=True)
+    if ranked[0] == 0 or (len(ranked) > 1 and ranked[0] == ranked[1]):
+        return None
+    return max(scores, key=lambda k: scores[k])
+
+
+def turn_language(text: str, earlier: Iterable[str] = (), default: str = "en") -> str:
+    """The language to answer `text` in: its own when clear, else that of the asker's latest
+    earlier message in the thread that is clear (`earlier`, oldest first), else `default`."""
+    if (lang := message_language(text)) is not None:
+        return lang
+    for message in reversed(list(earlier)):
+        if (lang := message_language(message)) is not None:
+            return lang
+    return default

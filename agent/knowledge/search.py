@@ -2,13 +2,15 @@
 
 `Passage.dense_score` is the cosine similarity between the query and the passage even in
 hybrid mode (RRF scores are ranks, not evidence strength); the formatted-context tool uses it
-to flag weak evidence.
+to flag weak evidence. Hybrid search also ranks in the closest passages of the other languages
+(`with_other_languages`), and each passage carries its section as `context`
+(agent/knowledge/sections.py, settings.section_chars).
 """
 
 from __future__ import annotations
 
 import math
-import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -16,9 +18,10 @@ from pydantic import BaseModel
 import agent.store.models as models
 from agent.audience import VIEWING, narrowed
 from agent.knowledge import versions
-from agent.knowledge import calibration
+from agent.knowledge import calibration, sections
+from agent.knowledge.language import detect_language
 from agent.knowledge.embedders import EmbedderError
-from agent.knowledge.sparse import bm25_query
+from agent.knowledge.sparse import PREFETCH_MIN, RRF_K, RRF_WEIGHTS, RRF_WEIGHTS_EXACT, bm25_query, fusion  # noqa: F401
 from agent.knowledge.store import (  # noqa: F401  (KnowledgeBaseUnavailable is part of this API)
     DENSE,
     SPARSE,
@@ -33,28 +36,52 @@ if TYPE_CHECKING:
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
 
-# Candidates each retriever contributes to the fusion. Wider than top_k so that a passage
-# ranked mid-list by both retrievers can win; small enough to stay fast.
-PREFETCH_MIN = 30
-# RRF constant and per-retriever weights (dense, sparse), chosen by 5-fold cross-validation
-# over the dev questions (bench/cv_fusion.py: picked on the other folds in 4 of 5 folds and on
-# the whole set; held-out-fold MRR 0.922, recall@5 1.0). Qdrant's own default k=2 rewards a
-# passage that one retriever is sure about; the multilingual dense model is the stronger
-# retriever here, so BM25 counts less (Qdrant applies a weight w as rank/w). k=20 and k=60
-# (the textbook value) lose questions that only the dense retriever finds.
-# A query holding an exact identifier (a figure, code, phone number or e-mail address: any
-# digit or "@") gives BM25 full weight: that is what embeddings cannot represent, and the one
-# chunk that contains "1-888-265-6461" must beat the dense retriever's vague favourite.
-RRF_K = 2
-RRF_WEIGHTS = (1.0, 0.4)
-RRF_WEIGHTS_EXACT = (1.0, 1.0)
-_EXACT_TERM = re.compile(r"\d|@")
+# How dense and BM25 candidates are fused (PREFETCH_MIN, RRF_K, the weights, `fusion`) is kept
+# with the BM25 side in agent/knowledge/sparse.py: the answerable calibration searches the same way.
 
 
-def fusion(query: str) -> models.RrfQuery:
-    """The RRF parameters for `query` (see the constants above)."""
-    weights = RRF_WEIGHTS_EXACT if _EXACT_TERM.search(query) else RRF_WEIGHTS
-    return models.RrfQuery(rrf=models.Rrf(k=RRF_K, weights=list(weights)))
+# --- cross-language ---------------------------------------------------------------------------
+# BM25 only ever matches words of the query's own language, and the multilingual dense model too
+# ranks passages of the query's language first, so a question whose answer is only in a document
+# of another language is drowned by same-language passages on nearby subjects (issue 34: 0.22-0.40
+# recall@5 across languages, 1.00 within). Hybrid search therefore also asks the dense retriever
+# for the best passages *not* in the query's language and adds each one's reciprocal rank to the
+# fused ranking, but only for a passage whose similarity comes within CROSS_MARGIN of the best
+# passage's: a weak other-language match must not push out a same-language answer. Tuned on
+# examples/{city-permits,university-it}/eval/tune-34-crosslang.yaml and checked on the
+# same-language sets (docs/benchmarks.md, "Against a day-one build").
+CROSS_WEIGHT = 1.0  # the other-language list's weight (dense 1.0, BM25 0.4)
+CROSS_LIMIT = 10  # other-language passages asked for
+CROSS_MARGIN = 0.03  # how far below the best similarity an other-language passage may be and still count
+
+
+def other_languages(flt: models.Filter | None, lang: str) -> models.Filter:
+    """`flt`, narrowed to passages not written in `lang`."""
+    other = models.FieldCondition(key="lang", match=models.MatchValue(value=lang))
+    return models.Filter(must=[flt] if flt is not None else None, must_not=[other])
+
+
+def with_other_languages(fused: list["Passage"], others: list["Passage"], *, weight: float | None = None,
+                         margin: float | None = None) -> list["Passage"]:
+    """`fused` (scored by the engine's fusion) with each close enough passage of `others` (the
+    other languages, best first, `score` = similarity) adding `weight / (RRF_K + rank)`;
+    passages not in `fused` join with that alone. Unsorted: `ranked` orders the result."""
+    weight = CROSS_WEIGHT if weight is None else weight
+    margin = CROSS_MARGIN if margin is None else margin
+    if not others or weight <= 0:
+        return fused
+    best = max((p.dense_score for p in fused if p.dense_score is not None), default=None)
+    floor = max(best if best is not None else others[0].score, others[0].score) - margin
+    by_key = {(p.source, p.chunk_index): p for p in fused}
+    for rank, other in enumerate((p for p in others if p.score >= floor), start=1):
+        bonus = weight / (RRF_K + rank)
+        key = (other.source, other.chunk_index)
+        kept = by_key.get(key)
+        if kept is not None:
+            by_key[key] = kept.model_copy(update={"score": kept.score + bonus})
+        else:
+            by_key[key] = other.model_copy(update={"score": bonus, "dense_score": other.score})
+    return list(by_key.values())
 
 
 class Passage(BaseModel):
@@ -67,6 +94,11 @@ class Passage(BaseModel):
     lang: str = ""
     url: str | None = None
     dense_score: float | None = None
+    # the whole section around `text` (or as much of it around the match as
+    # settings.section_chars allows): what the model and the search-only answer are shown
+    context: str | None = None
+    # the first and last chunk of the document that `context` holds
+    span: tuple[int, int] | None = None
     # the same similarity measured from the collection's calibrated centers (agent/knowledge/
     # calibration.py): the off-topic gate's evidence; None before the collection is calibrated
     centered_score: float | None = None
@@ -163,6 +195,8 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
         raise KnowledgeBaseUnavailable(f"cannot embed the query: {exc}") from exc
     sparse_vec = bm25_query(query) if mode != "dense" else None
     prefetch_limit = max(PREFETCH_MIN, 3 * top_k)
+    expanding = runtime.settings.section_chars > 0
+    limit = (2 * top_k if expanding else top_k) + TIE_SLACK  # room for passages one context absorbs
     try:
         if mode == "hybrid":
             points = await runtime.store.query_points(
@@ -172,29 +206,56 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
                     models.Prefetch(query=sparse_vec, using=SPARSE, limit=prefetch_limit, filter=flt),
                 ],
                 query=fusion(query),
-                limit=top_k + TIE_SLACK,
+                limit=limit,
                 with_payload=True,
                 with_vectors=[DENSE],
             )
         elif mode == "dense":
             points = await runtime.store.query_points(
-                name, query=dense_vec, using=DENSE, query_filter=flt, limit=top_k + TIE_SLACK, with_payload=True,
+                name, query=dense_vec, using=DENSE, query_filter=flt, limit=limit, with_payload=True,
                 with_vectors=[DENSE]
             )
         else:
             points = await runtime.store.query_points(
-                name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=top_k + TIE_SLACK, with_payload=True
+                name, query=sparse_vec, using=SPARSE, query_filter=flt, limit=limit, with_payload=True
             )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
     if not points and not user_filter and VIEWING.get() is None and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
+    lang = detect_language(query, default="")  # "": no words of any language (a code, a phone number)
+    if mode == "hybrid" and CROSS_WEIGHT > 0 and lang:
+        points = await _other_languages_ranked_in(runtime, name, lang, points, dense_vec, flt)
     passages = [_passage(p, dense_vec) for p in points]
     centers = metadata.get(calibration.KEY)
     if dense_vec is not None and isinstance(centers, dict):
         for passage, score in zip(passages, calibration.centered(dense_vec, points, centers)):
             passage.centered_score = score
-    return ranked(passages, top_k)
+    if not expanding:
+        return ranked(passages, top_k)
+    expanded = await sections.expand(runtime, name, ranked(passages, len(passages)),
+                                     budget=runtime.settings.section_chars, flt=flt)
+    return expanded[:top_k]
+
+
+async def _other_languages_ranked_in(runtime: "Runtime", name: str, lang: str, points: list[models.ScoredPoint],
+                                dense_vec: list[float], flt: models.Filter | None) -> list[models.ScoredPoint]:
+    """The fused points with the best close passages of languages other than `lang` ranked in
+    (`with_other_languages`)."""
+    try:
+        others = await runtime.store.query_points(
+            name, query=dense_vec, using=DENSE, limit=CROSS_LIMIT, with_payload=True, with_vectors=[DENSE],
+            query_filter=other_languages(flt, lang),
+        )
+    except Exception as exc:
+        raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
+    fused = [_passage(p, dense_vec) for p in points]
+    merged = with_other_languages(fused, [_passage(p, None) for p in others])
+    point_of: dict[tuple[str, int], models.ScoredPoint] = {}
+    for p in [*points, *others]:
+        payload = p.payload or {}
+        point_of.setdefault((payload.get("source", ""), int(payload.get("chunk_index", 0))), p)
+    return [replace(point_of[(m.source, m.chunk_index)], score=m.score) for m in merged]
 
 
 # Fused scores tie often (RRF scores are sums of a few 1/(k + rank) terms) and the engine orders

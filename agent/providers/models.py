@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from agent.config import Settings
 from agent.prompts import PromptSet
@@ -18,6 +20,7 @@ class ServiceModels:
     router: Model | None  # None: pre-filter and heuristics only
     agent: Model | None  # None: search-only answers
     notice: str | None  # why answers are search-only
+    said: Callable[[], str] | None = None  # renders `notice` in the language being spoken (agent.prompts.speaking)
 
 
 def make_models(settings: Settings, prompts: PromptSet) -> ServiceModels:
@@ -25,9 +28,7 @@ def make_models(settings: Settings, prompts: PromptSet) -> ServiceModels:
     if agent.configured:
         router = ModelChain.for_router(settings)
         return ServiceModels(router=router if router.configured else None, agent=agent, notice=None)
-    if settings.agent_model:
-        env = enabled_by(settings.agent_model.split("/", 1)[0])
-        notice = prompts.render("no_provider", reason=f"{settings.agent_model} has no key", env_hint=env)
-    else:
-        notice = prompts.render("no_provider", reason="no model and no provider key found", env_hint=no_model_hint())
-    return ServiceModels(router=None, agent=None, notice=notice)
+    model = settings.agent_model
+    env = enabled_by(model.split("/", 1)[0]) if model else no_model_hint()
+    said = partial(prompts.render, "no_provider", model=model or "", env_hint=env)
+    return ServiceModels(router=None, agent=None, notice=said(), said=said)

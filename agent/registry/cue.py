@@ -10,6 +10,10 @@ the criteria — and tested on the message's folded text (`agent.accents.Cue`): 
 not match is no search of this registry, and the parser is not even imported. Sound by
 construction, since every recogniser's first match is one of these phrases (the day and hours
 translations included); tests/test_registry_engine.py checks it on every sample message.
+
+The records cue is the other way a message becomes a search: it asks for the registry's records
+by their noun ("which offices have…", "¿qué guarderías…?", "nhà trẻ nào…"), the language's ways
+of asking (agent/data/asking.yaml) filled with the registry's nouns.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import re
 
 from agent.accents import Cue, fold
+from agent.asking import load_asking
 from agent.registry.declaration import Declaration
 from agent.registry.words import GenericWords, phrase_alts, regex_alts
 
@@ -79,3 +84,15 @@ def criteria_phrases(decl: Declaration, words: GenericWords) -> list[str]:
 def registry_cue(decl: Declaration, words: GenericWords) -> Cue:
     loose = "|".join(f"(?:{fold(p)})" for p in criteria_phrases(decl, words))
     return Cue(exact=place_phrase_re(decl, words), loose=re.compile(loose, re.IGNORECASE) if loose else None)
+
+
+def record_nouns(decl: Declaration, words: GenericWords) -> list[str]:
+    """The words that name this registry's records: the language's generic ones, the
+    declaration's own, its record's singular and plural."""
+    return [*words.nouns, *decl.words.nouns, decl.record.singular, decl.record.plural]
+
+
+def records_cue(decl: Declaration, words: GenericWords) -> Cue:
+    """A request for this registry's records by their noun (matched on the folded message, any case)."""
+    pattern = load_asking().records_re(record_nouns(decl, words))
+    return Cue(loose=re.compile(pattern.pattern, re.IGNORECASE) if pattern is not None else None)

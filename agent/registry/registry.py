@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import agent.store.models as models
 from agent import sidecar
 from agent.registry.arguments import MAX_RESULTS, build_args_model
-from agent.registry.cue import registry_cue
+from agent.registry.cue import records_cue, registry_cue
 from agent.registry.declaration import Declaration
 from agent.registry.filters import Resolver
 from agent.registry.format import Formatter
@@ -86,6 +86,7 @@ class Registry:
         self.formatter = Formatter(self.schema)
         self.views = Views(self.formatter)
         self.cue = registry_cue(decl, self.words)  # what a message must hold for `claims` to be asked
+        self.records_cue = records_cue(decl, self.words)  # a request for its records by their noun
         self.searcher = Searcher(runtime, decl, self.collection)
         self._places: _Places | None = None
         self._loading = asyncio.Lock()

@@ -2,8 +2,8 @@
 
 A registry's own words (nouns, the words for its tags and flags, units, filler) are in its
 declaration; these are the language's: place markers, negation, generic record nouns, filler,
-the words around a place phrase. Loaded by each `Registry` (no module-level cache); the
-understanding layer reads the knowledge markers from the same file.
+the words around a place phrase. Loaded by each `Registry` (no module-level cache). How a
+question asks about rules or for records is agent/data/asking.yaml (agent/asking.py).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ class GenericWords(BaseModel):
 
     place_markers: list[str]
     nouns: list[str]
-    knowledge_markers: list[str]
-    knowledge_symbols: list[str]
     negation: list[str]
     filler: str
     count_nouns: list[str]
@@ -70,11 +68,6 @@ class GenericWords(BaseModel):
         """'<marker> <Capitalised Name>', the markers in any case (match it on folded text)."""
         markers = "|".join(fold(m) for m in self.place_markers)
         return r"\b(?i:" + markers + r") [A-Z][a-z]+(?: [A-Z][a-z]+)*\b"
-
-    def knowledge_marker_re(self) -> re.Pattern:
-        """A knowledge marker as whole words, or a symbol anywhere, on lower-cased accent-folded text."""
-        words = r"(?<!\w)(?:" + "|".join(fold(m) for m in self.knowledge_markers) + r")(?!\w)"
-        return re.compile("|".join([words, *(re.escape(s) for s in self.knowledge_symbols)]))
 
     def negation_re(self) -> str:
         return r"(?:(?P<neg>" + "|".join(self.negation) + r")[\s-]+)?"

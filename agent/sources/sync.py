@@ -58,6 +58,8 @@ class SyncReport:
     embedded: int = 0  # chunks sent to the embedder
     seconds: float = 0.0
     error: str | None = None  # the source could not be synced at all
+    revisits: int = 0  # answers that cited a changed or removed document, listed (agent/revisit.py)
+    regressions: dict[str, Any] | None = None  # the regression cases checked after a change
 
     def summary(self) -> str:
         if self.error:
@@ -66,13 +68,18 @@ class SyncReport:
                  f"{len(self.removed)} removed"]
         if self.failed:
             parts.append(f"{len(self.failed)} unreadable")
+        if self.revisits:
+            parts.append(f"{self.revisits} answers to revisit")
+        if self.regressions and self.regressions["lost"]:
+            parts.append(f"{len(self.regressions['lost'])} regression cases lost their source")
         return f"{self.source} ({self.kind}): " + ", ".join(parts) + f" in {self.seconds:.1f} s"
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "complete": self.complete, "listed": self.listed,
                 "added": self.added, "changed": self.changed, "unchanged": self.unchanged, "removed": self.removed,
                 "failed": [{"document": d, "reason": r} for d, r in self.failed], "embedded": self.embedded,
-                "seconds": round(self.seconds, 2), "error": self.error}
+                "seconds": round(self.seconds, 2), "error": self.error, "revisits": self.revisits,
+                "regressions": self.regressions}
 
 
 def document_key(source: str, ref: str) -> str:
@@ -171,6 +178,7 @@ async def sync_source(runtime: "Runtime", source: Source, state: SyncState, *, f
         if docs:
             written = await ingest_documents(runtime, docs, collection=collection, calibration_wanted=False)
             report.embedded += written.embedded
+            report.revisits += written.revisits
             skipped = dict(written.skipped)
             for item, doc in readable:
                 if doc.source in skipped:
@@ -183,12 +191,14 @@ async def sync_source(runtime: "Runtime", source: Source, state: SyncState, *, f
         progress.done(source.name, len(items))
     if gone:
         keys = [known[ref].key for ref in gone if ref in known]
-        await ingest_documents(runtime, [], collection=collection, remove=keys, calibration_wanted=False)
+        removal = await ingest_documents(runtime, [], collection=collection, remove=keys, calibration_wanted=False)
+        report.revisits += removal.revisits
         report.removed = [known[ref].title or ref for ref in gone if ref in known]
         state.removed(source.name, gone)
         progress.done(source.name, len(gone))
     if report.added or report.changed or report.removed:
         await _recalibrate(runtime)
+        report.regressions = await _regressions(runtime)
     state.finished(source.name, listing.cursor, report.to_json())
     report.seconds = time.perf_counter() - started
     return report
@@ -202,6 +212,16 @@ async def forget_source(runtime: "Runtime", name: str, state: SyncState) -> int:
         await _recalibrate(runtime)
     state.forget(name)
     return len(keys)
+
+
+async def _regressions(runtime: "Runtime") -> dict[str, Any] | None:
+    """Which regression cases no longer find their source (agent/evaluation/regressions.py)."""
+    if not (runtime.settings.data_dir / "regressions.yaml").is_file():  # no case yet: nothing to load
+        return None
+    from agent.evaluation.regressions import check, load_cases, summary
+
+    cases = load_cases(runtime.settings)
+    return summary(await check(runtime, cases)) if cases else None
 
 
 async def _recalibrate(runtime: "Runtime") -> None:

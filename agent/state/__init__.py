@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from agent.state.base import (
     AnswerRecord,
     AnswerRecords,
+    Citation,
     Askers,
     Claims,
     Escalations,
@@ -24,7 +25,7 @@ from agent.state.guarded import Guarded
 if TYPE_CHECKING:
     from agent.config import Settings
 
-__all__ = ["AnswerRecord", "AnswerRecords", "Askers", "Claims", "Escalations", "FeedbackLog", "Guarded", "Memory",
+__all__ = ["AnswerRecord", "AnswerRecords", "Askers", "Citation", "Claims", "Escalations", "FeedbackLog", "Guarded", "Memory",
            "RateLimits", "ReportSources", "Retention", "StateStore", "StateUnavailable", "TurnLog", "open_state"]
 
 

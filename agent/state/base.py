@@ -68,6 +68,14 @@ class TurnRecord(BaseModel):
     overridden: bool = False  # a refusal the asker overrode ("Search the documents anyway"): a wrong one
 
 
+class Citation(BaseModel):
+    """A turn whose answer cited `source` (how often a learned answer has answered since it was saved)."""
+
+    source: str
+    created_at: datetime
+    question: str | None = None
+
+
 class Escalation(BaseModel):
     """A question passed to a person: where it was asked, where it was posted, and the first
     person's reply (relayed to the asker, and saved as a learned answer when the expert asks)."""
@@ -184,6 +192,10 @@ class TurnLog(Protocol):
     async def record_turn(self, turn: TurnRecord) -> None: ...
 
     async def turns(self, since: datetime) -> list[TurnRecord]: ...
+
+    async def citations(self, sources: list[str], since: datetime) -> list[Citation]:
+        """The turns at or after `since` that cited one of `sources` (one row per source cited),
+        oldest first; read in the database (by the `created` index), not by loading every turn."""
 
 
 class Escalations(Protocol):

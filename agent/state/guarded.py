@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from agent.messages import ChatMessage
-from agent.state.base import AnswerRecord, Escalation, StateStore, TurnRecord
+from agent.state.base import AnswerRecord, Citation, Escalation, StateStore, TurnRecord
 from agent.state.conversation import Conversation
 from agent.state.feedback import Feedback
 
@@ -105,6 +105,9 @@ class Guarded(StateStore):
 
     async def turns(self, since: datetime) -> list[TurnRecord]:
         return await self.inner.turns(since)  # the report says when it cannot read them
+
+    async def citations(self, sources: list[str], since: datetime) -> list[Citation]:
+        return await self.inner.citations(sources, since)  # the console says when it cannot read them
 
     async def save_escalation(self, item: Escalation) -> None:
         await self.inner.save_escalation(item)  # the caller tells the asker it was not passed on

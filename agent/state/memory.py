@@ -12,7 +12,7 @@ from collections import deque
 from cachetools import LRUCache, TTLCache
 
 from agent.messages import ChatMessage
-from agent.state.base import AnswerRecord, Escalation, StateStore, TurnRecord, utcnow
+from agent.state.base import AnswerRecord, Citation, Escalation, StateStore, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 
@@ -119,6 +119,12 @@ class MemoryState(StateStore):
 
     async def turns(self, since: datetime) -> list[TurnRecord]:
         return [t for t in self._turns if t.created_at >= since]
+
+    async def citations(self, sources: list[str], since: datetime) -> list[Citation]:
+        wanted = set(sources)
+        found = [Citation(source=s, created_at=t.created_at, question=t.question)
+                 for t in self._turns if t.created_at >= since for s in t.sources if s in wanted]
+        return sorted(found, key=lambda c: c.created_at)
 
     async def save_escalation(self, item: Escalation) -> None:
         self._escalations[item.id] = item.model_copy()

@@ -20,14 +20,14 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import asyncpg
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord, Escalation, StateStore, StateUnavailable, TurnRecord, utcnow
+from agent.state.base import OWNER, AnswerRecord, Citation, Escalation, StateStore, StateUnavailable, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import LOCK_SPACE, migrate_postgres
@@ -257,6 +257,16 @@ class PostgresState(StateStore):
             "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls, overridden"
             " FROM turns WHERE created >= $1 ORDER BY id", since.timestamp())
         return [turn_of(tuple(r)) for r in rows]
+
+    async def citations(self, sources: list[str], since: datetime) -> list[Citation]:
+        if not sources:
+            return []
+        rows = await self._fetch(
+            "SELECT j.value, t.created, t.question FROM turns t, jsonb_array_elements_text(t.sources::jsonb) AS j(value)"
+            " WHERE t.created >= $1 AND t.sources <> '[]' AND j.value = ANY($2::text[]) ORDER BY t.created, t.id",
+            since.timestamp(), sources)
+        return [Citation(source=r[0], created_at=datetime.fromtimestamp(r[1], timezone.utc), question=r[2])
+                for r in rows]
 
     # ----------------------------------------------------------------- escalations
     async def save_escalation(self, item: Escalation) -> None:

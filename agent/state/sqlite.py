@@ -18,7 +18,7 @@ from pathlib import Path
 import aiosqlite
 
 from agent.messages import ChatMessage
-from agent.state.base import OWNER, AnswerRecord, Escalation, StateStore, TurnRecord, utcnow
+from agent.state.base import OWNER, AnswerRecord, Citation, Escalation, StateStore, TurnRecord, utcnow
 from agent.state.conversation import Conversation, conversation_key
 from agent.state.feedback import Feedback
 from agent.state.migrations import migrate_sqlite
@@ -210,6 +210,15 @@ class SQLiteState(StateStore):
             "SELECT created, surface, outcome, route, answer_id, question, sources, latency_ms, llm_calls, overridden"
             " FROM turns WHERE created >= ? ORDER BY id", (since.timestamp(),))
         return [turn_of(r) for r in rows]
+
+    async def citations(self, sources: list[str], since: datetime) -> list[Citation]:
+        if not sources:
+            return []
+        rows = await self._rows(
+            "SELECT j.value, t.created, t.question FROM turns t, json_each(t.sources) j"
+            " WHERE t.created >= ? AND t.sources != '[]' AND j.value IN (SELECT value FROM json_each(?))"
+            " ORDER BY t.created, t.id", (since.timestamp(), json.dumps(sources)))  # by created: its index is used
+        return [Citation(source=s, created_at=datetime.fromtimestamp(c, timezone.utc), question=q) for s, c, q in rows]
 
     # ----------------------------------------------------------------- escalations
     async def save_escalation(self, item: Escalation) -> None:

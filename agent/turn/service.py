@@ -24,7 +24,8 @@ from agent.capabilities.loader import load_capabilities
 from agent.config import Settings
 from agent.deadline import deadline, reserve
 from agent.messages import ChatMessage
-from agent.prompts import PromptSet, default_prompts, load_prompts
+from agent.knowledge.language import message_language, turn_language
+from agent.prompts import PromptSet, default_prompts, load_prompts, speaking
 from agent.providers.chain import ModelChain
 from agent.providers.models import ServiceModels, make_models
 from agent.runtime import Runtime
@@ -43,7 +44,8 @@ from agent.understanding.identity import Identities
 from agent.understanding.route import Route
 
 if TYPE_CHECKING:
-    from agent.knowledge.learned import LearnedAnswer
+    from agent.clock import Clock
+    from agent.learned import LearnedAnswer, Owner
 
 __all__ = ["AnswerResult", "AskRequest", "Askdesk", "ProgressFn", "ServiceModels", "Surface", "make_models"]
 
@@ -56,7 +58,9 @@ class Askdesk:
     def __init__(self, settings: Settings, runtime: Runtime, *, prompts: PromptSet | None = None,
                  state: StateStore | None = None, models: ServiceModels | None = None,
                  tracer: Tracer | None = None, owns_runtime: bool = False,
-                 stages: tuple[Stage, ...] = STAGES) -> None:
+                 stages: tuple[Stage, ...] = STAGES, clock: "Clock | None" = None) -> None:
+        from agent.knowledge.learned import LearnedAnswers
+
         self.settings = settings
         self.runtime = runtime
         if prompts is None:
@@ -76,6 +80,9 @@ class Askdesk:
         self._contexts: dict[str | None, TurnContext] = {}
         self.files = ThreadFiles()  # each thread's attached files, for its follow-ups (never ingested)
         self.ready = True  # False from `starting()` until `warm_up()` has run (a server's /healthz)
+        # saved expert answers and their review dates, on one clock (tests move it forward)
+        self.learned_answers = LearnedAnswers(runtime, settings.learned_path, review_days=settings.learned_review_days,
+                                              remind_days=settings.learned_remind_days, clock=clock)
 
     @classmethod
     def create(cls, settings: Settings, runtime: Runtime | None = None, **kwargs: Any) -> Askdesk:
@@ -149,8 +156,33 @@ class Askdesk:
         return file_problem(name, mimetype, size, self.settings)
 
     # ----------------------------------------------------------------- the turn
+    def language_of(self, text: str) -> str:
+        """The language of a message alone, for notes sent before its turn (rate limit, a channel
+        askdesk is not enabled in); English when it cannot tell."""
+        return message_language(text or "") or "en"
+
+    async def language(self, req: AskRequest) -> str:
+        """The language to answer `req` in: its text's, else (a short or mixed follow-up) the
+        asker's earlier messages in the thread, else English."""
+        if (lang := message_language(req.text or "")) is not None:
+            return lang
+        try:
+            history = req.history if req.history is not None else (await self.state.load(req.surface, req.thread_id)).messages
+        except Exception as exc:  # the store is down: the turn reports it, not this
+            log.warning("could not read the thread for its language: %s", type(exc).__name__)
+            history = []
+        return turn_language(req.text or "", [m.content for m in history if m.role == "user" and m.content])
+
     async def answer(self, req: AskRequest, progress: ProgressFn | None = None,
                      on_text: TextFn | None = None) -> AnswerResult:
+        """The turn, its fixed sentences (notes, refusal, errors) in the asker's language."""
+        lang = await self.language(req)
+        with speaking(lang):
+            result = await self._answer(req, progress, on_text)
+        result.language = lang
+        return result
+
+    async def _answer(self, req: AskRequest, progress: ProgressFn | None, on_text: TextFn | None) -> AnswerResult:
         ctx = self.context(req.collection)
         text = (req.text or "").strip()
         span = NOOP
@@ -159,6 +191,8 @@ class Askdesk:
                                     metadata={"thread_id": req.thread_id, "surface": req.surface})
         turn = Turn(request=req, text=text, progress=progress, span=span, retrieval=Retrieval(ctx.knowledge, span),
                     answer_text=AnswerText(on_text if self.settings.stream_answers else None))
+        if ctx.models.router is not None and self.settings.translate_queries:  # the query in the base's other languages
+            turn.retrieval.model = CountedModel(ctx.models.router, turn.ledger)
         budget = self.settings.turn_timeout
         try:  # every search of the turn sees only what its audience may (agent/audience.py)
             with deadline(budget - reserve(budget)), viewing(None if req.audience is None else frozenset(req.audience)):
@@ -227,26 +261,30 @@ class Askdesk:
 
     # ----------------------------------------------------------------- learned answers
     async def save_learned(self, *, key: str, question: str, answer: str, expert: str,
-                           when: datetime, asked_in: str | None = None) -> str:
+                           when: datetime, asked_in: str | None = None, owner: "Owner | None" = None) -> str:
         """Keep an expert's answer as a document of the knowledge base, searchable at once
         (agent/knowledge/learned.py); returns its name. An answer to a question asked in a place
-        some source is limited to (`asked_in`, the HR channel) is seen by that place only."""
-        from agent.knowledge import learned
+        some source is limited to (`asked_in`, the HR channel) is seen by that place only.
+        `owner`: who is asked to review it before its review date (agent/knowledge/learned_review.py)."""
         from agent.sources.config import restricted_places
 
         place = (asked_in or "").split(";", 1)[0]
         audience = [place] if place and place in restricted_places(self.settings) else None
-        name, _ = await learned.save(self.runtime, self.settings.learned_path, key=key, question=question,
-                                     answer=answer, expert=expert, when=when, audience=audience)
+        name = await self.learned_answers.save(key=key, question=question, answer=answer, expert=expert,
+                                               when=when, audience=audience, owner=owner)
+        from agent.evaluation.regressions import add_case  # the expert's answer becomes a test
+
+        add_case(self.settings, question, name, origin="console" if key.startswith("console-") else "escalation")
         return name
 
     def learned(self) -> list["LearnedAnswer"]:
-        from agent.knowledge import learned
-
-        return learned.listed(self.settings.learned_path)
+        return self.learned_answers.listed()
 
     async def remove_learned(self, name: str) -> bool:
         """Take a learned answer out of the folder and the index; False: no such answer."""
-        from agent.knowledge import learned
+        removed = await self.learned_answers.retire(name)
+        if removed:  # taken out on purpose: its cases are not regressions
+            from agent.evaluation.regressions import forget_expected
 
-        return await learned.remove(self.runtime, self.settings.learned_path, name) is not None
+            forget_expected(self.settings, name)
+        return removed

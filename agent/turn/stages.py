@@ -30,7 +30,6 @@ from agent.turn.loop import MaxTurnsExceeded, ModelBehaviorError, run_agent
 from agent.turn.state import CountedModel, Turn
 from agent.tools.actions import owner
 from agent.capabilities.knowledge import best_centered
-from agent.knowledge.language import detect_language
 from agent.understanding.answerable import unanswerable
 from agent.understanding.identity import Identity
 from agent.understanding.route import ACTED, Act, Clarify, Greet, Refuse, Use, describe, route_name
@@ -88,11 +87,11 @@ async def classify(turn: Turn, ctx: TurnContext) -> None:
 
 
 def searched_anyway(refused: Refuse, turn: Turn, ctx: TurnContext) -> Use:
-    """A refusal the asker overrode ("Search the documents anyway"): a wrong refusal costs a
-    person their answer, so theirs is the last word. Searched like a doubtful message (in its
-    thread's context too), and answered with the note that it may be outside the documents."""
-    also = list(turn.reading.also) if turn.reading else []
-    return Use(ctx.knowledge, turn.text, borderline=True, also=also, rewritten=bool(also), decided_by="asker",
+    """A refusal the asker overrode ("Search the documents anyway", `/search`): a wrong refusal
+    costs a person their answer, so theirs is the last word. The refused message itself is
+    searched, not its thread's earlier questions (the asker asked about this one), and
+    answered with the note that it may be outside the documents."""
+    return Use(ctx.knowledge, turn.text, borderline=True, decided_by="asker",
                reason="refused, searched at the asker's request", best_score=refused.best_score)
 
 
@@ -130,7 +129,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
             about = await identity(turn, ctx)
             turn.result = result(turn, answer=ctx.prompts.render(
                 "refusal" if isinstance(route, Refuse) else "greeting",
-                capabilities=about.capabilities, examples=about.examples))
+                capabilities=about.capabilities_in(), examples=about.examples_in()))  # in the turn's language
             return
         case Clarify(question=question):
             turn.result = result(turn, answer=question or ctx.prompts.render("clarification"))
@@ -138,8 +137,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         case None:
             raise AssertionError("respond: the turn has no route")
     if ctx.models.agent is None:
-        turn.result = search_only(turn, ctx, ctx.models.notice)
-        await judge(turn, ctx)
+        turn.result = search_only(turn, ctx, search_only_notice(ctx), unanswerable=await unsupported(turn, ctx))
         return
     try:
         async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
@@ -155,7 +153,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         log.warning("turn: no model answer (%s); answering with search results", why)
         if not turn.found:  # nothing was searched before the model (a benchmark's stages): search now
             turn.found = await search_in_reserve(turn, ctx)
-        turn.result = await search_results_instead(exc, search_only(turn, ctx, ctx.models.notice), turn.answer_text,
+        turn.result = await search_results_instead(exc, search_only(turn, ctx, search_only_notice(ctx)), turn.answer_text,
                                                    ctx.prompts)
         return
     if run.pending:  # the model called a tool that changes something: the asker confirms first
@@ -169,37 +167,33 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
     await judge(turn, ctx, cited=bool(run.references))
 
 
-async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
-    """Mark a knowledge answer the documents do not support (agent/understanding/answerable.py):
-    a search-only one says so in its first line; a model's keeps its words (the prompt has it
-    say so) and shows the closest sources when it cited none. No model call."""
-    result = turn.result
+async def unsupported(turn: Turn, ctx: TurnContext, *, model: bool = False, confidence: float | None = None,
+                      cited: bool = True) -> bool:
+    """Whether the documents do not support a knowledge answer to this turn
+    (agent/understanding/answerable.py; False on another route or before calibration). No model call."""
     match turn.route:
-        case Use(capability=capability) if capability is ctx.knowledge and result is not None:
+        case Use(capability=capability) if capability is ctx.knowledge:
             pass
         case _:
-            return
+            return False
     if ctx.classifier.gate is None:
-        return
+        return False
     state = await ctx.classifier.gate.calibrated()
     found = turn.found[0] if turn.found else None
-    model = not result.search_only
-    if not model and not result.references:  # the search found nothing at all: said so already
-        result.unanswerable = True
-        return
-    if not unanswerable(state.calibration if state else None, detect_language(turn.text), best_centered(found),
-                        model=model, confidence=result.confidence, cited=cited):
+    return unanswerable(state.calibration if state else None, turn.text, best_centered(found),
+                        model=model, confidence=confidence, cited=cited)
+
+
+async def judge(turn: Turn, ctx: TurnContext, *, cited: bool = True) -> None:
+    """Mark a model's knowledge answer the documents do not support: it keeps its words (the
+    prompt has it say so) and shows the closest sources when it cited none. (A search-only
+    answer is judged before it is written: its lead-in says so, `search_only`.)"""
+    result = turn.result
+    if result is None or not await unsupported(turn, ctx, model=True, confidence=result.confidence, cited=cited):
         return
     result.unanswerable = True
-    if not model:
-        text, note = result.answer, ctx.prompts.render("borderline_note")
-        if text.startswith(note):  # "may be outside the documents": now said plainly, once
-            text = text[len(note):].lstrip("\n")
-        first, _, rest = text.partition("\n")
-        if first in {ctx.prompts.render("search_only_header"), ctx.prompts.render("search_only_weak")}:
-            text = f"{ctx.prompts.render('unanswerable_header')}\n{rest}"
-        result.answer = text
-    elif not result.references:
+    if not result.references:
+        found = turn.found[0] if turn.found else None
         result.references = ctx.knowledge.search_only(found, ctx.prompts).references[:3]
 
 
@@ -267,8 +261,15 @@ def result(turn: Turn, **fields) -> AnswerResult:
     return AnswerResult(route=route_name(route), rewritten_query=rewritten, **fields)
 
 
-def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResult:
-    """The route's capability answers from what it found, without a model."""
+def search_only_notice(ctx: TurnContext) -> str | None:
+    """Why answers are search-only, in the turn's language."""
+    return ctx.models.said() if ctx.models.said is not None else ctx.models.notice
+
+
+def search_only(turn: Turn, ctx: TurnContext, notice: str | None, *, unanswerable: bool = False) -> AnswerResult:
+    """The route's capability answers from what it found, without a model. A knowledge answer
+    has one lead-in line, chosen from the evidence (`unanswerable`: the documents do not
+    support an answer; the route's `borderline`: the message may be outside them)."""
     found = turn.found[0] if turn.found else None
     capability: Capability | None = None
     borderline = False
@@ -279,13 +280,18 @@ def search_only(turn: Turn, ctx: TurnContext, notice: str | None) -> AnswerResul
             pass
         case Act(capability=capability):
             pass
-    shown = answer_without_model(capability, found, ctx.prompts)
+    if capability is ctx.knowledge and capability is not None:
+        shown = ctx.knowledge.answer(found, ctx.prompts, borderline=borderline, unanswerable=unanswerable)
+    else:
+        shown = answer_without_model(capability, found, ctx.prompts)
+        if borderline:  # another capability's text has no lead-in of its own: the note heads it
+            shown.text = f"{ctx.prompts.render('borderline_note')}\n\n{shown.text}"
     data = {f.tool: [f.result.data] for f in turn.found if f.result.data is not None}
-    text = shown.text
-    if borderline:  # answered though it may be outside the documents: say so
-        text = f"{ctx.prompts.render('borderline_note')}\n\n{text}"
-    return result(turn, answer=text, references=shown.references, search_only=True, notice=notice,
-                  tool_calls=[f.tool for f in turn.found], data=data)
+    answer = result(turn, answer=shown.text, references=shown.references, search_only=True, notice=notice,
+                    tool_calls=[f.tool for f in turn.found], data=data)
+    # nothing found at all says so already; else the calibrated judgement
+    answer.unanswerable = capability is ctx.knowledge and (unanswerable or not shown.references)
+    return answer
 
 
 async def search_in_reserve(turn: Turn, ctx: TurnContext) -> list[Found]:

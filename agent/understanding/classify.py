@@ -25,13 +25,21 @@ from agent.tracing import NOOP, Span
 from agent.understanding.route import Greet, Refuse, Route, Use
 from agent.understanding.router import RouteOption, ask_router
 from agent.understanding.wording import (
+    STANDALONE_TERMS,
+    asks_about_rules,
+    asks_for_records,
+    asks_where,
     classify_rules,
     claimed_by,
+    followup_detail,
     heuristic_rewrite,
+    leans_on_thread,
     own_terms,
     previous_user_messages,
     refers_back,
+    requested,
     starts_like_followup,
+    thread_anchor,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +63,6 @@ FindFn = Callable[[str, tuple[tuple[str, float], ...]], Awaitable[Found | None]]
 # "who runs it?" (one word of its own) leans on the thread almost three to one.
 CONTEXT_WEIGHT = 1.0
 CONTEXT_WEIGHT_MAX = 3.0
-STANDALONE_TERMS = 6
 
 
 def context_weight(text: str) -> float:
@@ -71,6 +78,7 @@ class Reading:
     history: list[ChatMessage]
     route: Greet | Use | None = None  # decided by the wording alone (a greeting, a registry search)
     followup: bool = False  # it leans on the thread ("and for a family of 6?")
+    leans: bool = False  # short, it asks what it asks only with the thread: routed with the thread's subject
     also: tuple[tuple[str, float], ...] = field(default_factory=tuple)  # the message in its thread, weighted
 
 
@@ -113,14 +121,18 @@ class Classifier:
 
     def read(self, text: str, history: list[ChatMessage]) -> Reading:
         rules = classify_rules(text, history, self.capabilities)  # claims() is False unless a capability says so
+        # "and in Austin?" leans on its thread; "and which offices in Denver have parking?" asks
+        # for records itself, unless it points back at the thread ("which providers are left out of it?")
+        leans = leans_on_thread(text, history, claimed=isinstance(rules.route, Use)) and \
+            (requested(text, self.capabilities) is None or refers_back(text))
         match rules.route:
             case Greet() as greeting:
                 return Reading(text, history, route=greeting, followup=rules.followup)
             case Use() as claimed:  # searched as written, or rewritten with its thread when it leans on it
                 query = heuristic_rewrite(text, history) if rules.followup else text
                 claimed = replace(claimed, query=query, rewritten=query != text)
-                return Reading(text, history, route=claimed, followup=rules.followup)
-        return Reading(text, history, followup=rules.followup, also=self.contextual(text, history))
+                return Reading(text, history, route=claimed, followup=rules.followup, leans=leans)
+        return Reading(text, history, followup=rules.followup, leans=leans, also=self.contextual(text, history))
 
     @staticmethod
     def contextual(text: str, history: list[ChatMessage]) -> tuple[tuple[str, float], ...]:
@@ -149,21 +161,13 @@ class Classifier:
                                 domain=identity.domain, capabilities=identity.capabilities,
                                 routes=self.options(), span=span, titles=nearest_titles(found))
 
-    async def unplaced(self, route: Use, text: str) -> str:
-        """The words of `text` that the capability claiming it could not place ("" when its
-        reading places every word, the default)."""
-        return await route.capability.unplaced(text)
-
-    def anchored(self, route: Use, text: str) -> bool:
-        return route.capability.anchored(text)
-
-    async def asked_of_documents(self, route: Use, text: str, unplaced: str | None = None) -> bool:
+    async def asked_of_documents(self, claimant: "Capability", text: str, unplaced: str | None = None) -> bool:
         """A registry claimed `text`, but what it asks is for the documents (see KNOWN_WORDS)."""
-        unplaced = await self.unplaced(route, text) if unplaced is None else unplaced
+        unplaced = await claimant.unplaced(text) if unplaced is None else unplaced
         if not unplaced:
             return False
         try:  # the documents' words: those of every other capability that has a vocabulary (the knowledge base)
-            vocabularies = [v for c in self.capabilities if c is not route.capability and (v := await c.vocabulary())]
+            vocabularies = [v for c in self.capabilities if c is not claimant and (v := await c.vocabulary())]
         except Exception as exc:  # the store is down: keep the claim
             log.warning("knowledge-base vocabulary unavailable: %s", type(exc).__name__)
             return False
@@ -190,38 +194,76 @@ class Classifier:
         return Refuse(decided_by="prefilter", reason=f"{route.name} words, but {topic.reason}",
                       best_score=best_score(alone))
 
+    async def keeps_claim(self, claimant: "Capability", text: str, unplaced: str) -> bool:
+        """A registry's wording claimed `text`: it stays a search when it asks for the registry's
+        records by their noun or where to find something, or when the registry's reading places
+        every word of it (or it names a place), unless what it asks is for the documents
+        (`asked_of_documents`)."""
+        if asks_for_records(text, claimant) or asks_where(text):
+            return True
+        return not await self.asked_of_documents(claimant, text, unplaced) and \
+            (not unplaced or claimant.anchored(text))
+
+    async def subject(self, history: list[ChatMessage]) -> "Capability | None":
+        """What the thread is about: the registry its anchor question was a search of (None:
+        the documents)."""
+        anchor = thread_anchor(history)
+        claimant = claimed_by(anchor, self.capabilities) if anchor is not None else None
+        if claimant is None or anchor is None:
+            return None
+        return claimant if await self.keeps_claim(claimant, anchor, await claimant.unplaced(anchor)) else None
+
+    async def registry_followup(self, reading: Reading, registry: "Capability") -> Use | None:
+        """A follow-up in a thread that searched `registry`: the same search with its new details
+        ("and in Denver?", "¿y con transporte?") when the registry's reading places all of them
+        (a longer follow-up: when the registry claims it with its thread), unless it asks about
+        rules or procedures ("and how much do they charge?": the documents)."""
+        detail = followup_detail(reading.text)
+        if asks_about_rules(detail):
+            return None
+        query = heuristic_rewrite(reading.text, reading.history)
+        if reading.leans:
+            if await registry.unplaced(detail):
+                return None
+        elif claimed_by(query, [registry]) is None or await self.asked_of_documents(registry, reading.text):
+            return None
+        return Use(registry, query, rewritten=True, decided_by="heuristic", reason="follow-up of a registry search")
+
     async def decide(self, reading: Reading, find: FindFn, *, model: "Model | None",
                      identity: "Identity | None" = None, span: Span = NOOP) -> Route:
         """The message's route. `identity` (what askdesk is about: the router model's prompt) is
         needed with a `model` only."""
         if model is not None and identity is None:
             raise ValueError("the router model's prompt needs the identity")
+        if isinstance(reading.route, Greet):
+            return reading.route
+        if reading.followup or reading.leans:  # the thread's subject first
+            registry = await self.subject(reading.history)
+            if registry is not None:
+                followed = await self.registry_followup(reading, registry)
+                if followed is not None:
+                    return followed
+            elif reading.leans and reading.route is not None:
+                # a short follow-up in a thread about the documents ("and in Austin?" after a
+                # staffing rule): the documents', even where its words alone would be a search
+                reading = Reading(reading.text, reading.history, followup=reading.followup, leans=True,
+                                  also=self.contextual(reading.text, reading.history))
         match reading.route:
-            case Greet() as greeting:
-                return greeting
             case Use() as claimed:
-                unplaced = await self.unplaced(claimed, reading.text)
-                if not await self.asked_of_documents(claimed, reading.text, unplaced) and \
-                        (not unplaced or self.anchored(claimed, reading.text)):
+                unplaced = await claimed.capability.unplaced(reading.text)
+                if await self.keeps_claim(claimed.capability, reading.text, unplaced):
                     return await self.declined_claim(claimed, reading.text, unplaced, find) or claimed
                 # named a place but asks about rules or rates, or named no place and says more
                 # than the registry can read ("write me a haiku about electricians"): judged like
                 # any question for the documents
-                reading = Reading(reading.text, reading.history, followup=reading.followup,
+                reading = Reading(reading.text, reading.history, followup=reading.followup, leans=reading.leans,
                                   also=self.contextual(reading.text, reading.history))
         text, also = reading.text, reading.also
         if model is not None and identity is not None and reading.followup:  # the model rewrites a follow-up best
             decided = await self.ask(reading, model, identity, span)
             if decided is not None:
                 return decided
-        contextual = also[0][0] if also else text
         if reading.followup:
-            claimed = claimed_by(contextual, self.capabilities)
-            if claimed is not None:
-                route = Use(claimed, contextual, rewritten=True, decided_by="heuristic",
-                            reason="follow-up of a registry search")
-                if not await self.asked_of_documents(route, text):
-                    return route
             # "and for two-parent families?": never refused, it leans on the thread
             found = await find(text, also)
             return Use(self.documents, text, also=list(also), rewritten=bool(also), decided_by="heuristic",

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agent.accents import Cue, fold
-from agent.registry.words import load_generic_words
+from agent.asking import folded, load_asking
 from agent.messages import ChatMessage
 from agent.understanding.route import Greet, Use
 
@@ -37,9 +37,13 @@ _GREETING_RE = re.compile(
     re.IGNORECASE,
 )
 
-# Asking about amounts, rules or reasons: a question for the documents, even with a place in it
-# (agent/data/registry_words.yaml, en/es/vi; matched on lower-cased, accent-folded text).
-_KNOWLEDGE_MARKERS_RE = load_generic_words().knowledge_marker_re()
+# Asking about amounts, rules, reasons or procedures: a question for the documents, even with a
+# place in it; asking where to find something: a search (agent/data/asking.yaml, en/es/vi;
+# matched on lower-cased, accent-folded text). A registry's requests for its records by their
+# noun are its `records_cue` (agent/registry/cue.py).
+_RULES_RE = load_asking().rules_re()
+_MODAL_RE = load_asking().modal_re()
+_WHERE_RE = load_asking().records_re()
 
 # Follow-ups that only make sense with the thread.
 _FOLLOWUP_START_RE = re.compile(
@@ -70,22 +74,50 @@ def is_greeting(text: str) -> bool:
     return bool(_GREETING_RE.match(normalize(text)))
 
 
-def asks_about_rules(text: str) -> bool:
-    """"how much does TWC pay a daycare in Houston?": amounts, rules or reasons are for the
-    documents even when the message names a place and a registry's records."""
-    return bool(_KNOWLEDGE_MARKERS_RE.search(fold(normalize(text)).lower()))
+def asks_about_rules(text: str, *, modal: bool = True) -> bool:
+    """"how much does TWC pay a daycare in Houston?", "do people at the Chicago office get
+    reimbursed for parking?": amounts, rules, reasons or procedures are for the documents even
+    when the message names a place and a registry's records. `modal`: "can a daycare…?" counts
+    too (it does not against a request for records: "which daycares can take a baby?")."""
+    text = folded(text)
+    return bool(_RULES_RE.search(text) or modal and _MODAL_RE is not None and _MODAL_RE.search(text))
+
+
+def asks_where(text: str) -> bool:
+    """"where can I find…", "¿dónde hay…?", "ở đâu": it asks where to find something."""
+    return _WHERE_RE is not None and bool(_WHERE_RE.search(folded(text)))
+
+
+def asks_for_records(text: str, capability: "Capability") -> bool:
+    """"which offices have a cafeteria?", "¿qué guarderías…?", "văn phòng nào…": a request for
+    `capability`'s records by their noun (its `records_cue`; none for the documents)."""
+    records: Cue | None = getattr(capability, "records_cue", None)
+    return records is not None and records(normalize(text))
+
+
+def requested(text: str, capabilities: Iterable["Capability"]) -> "Capability | None":
+    """The capability whose records `text` asks for by their noun, if any."""
+    return next((c for c in capabilities if asks_for_records(text, c)), None)
 
 
 def claimed_by(text: str, capabilities: Iterable["Capability"]) -> "Capability | None":
-    """The registry whose search the wording alone makes `text` ("infant care in San Antonio"),
-    unless it asks about amounts or rules."""
+    """The registry whose search the wording alone makes `text`: a request for its records
+    ("which clinics have Vietnamese speakers?"), or its claim rule ("infant care in San
+    Antonio"); never a question about amounts, rules or procedures ("which providers are
+    eligible for…?") unless it asks where to find something ("where can I find infant care…")."""
     text = normalize(text)
+    where = asks_where(text)
+    if not where and asks_about_rules(text, modal=False):
+        return None
+    capabilities = list(capabilities)
+    if (asked := requested(text, capabilities)) is not None:
+        return asked
     for capability in capabilities:
         # a capability's cue (agent.accents.Cue), when it has one, is a quick necessary condition
         # of its claim: a message without it is not asked about (a registry's parser never runs)
         cue: Cue | None = getattr(capability, "cue", None)
         if (cue is None or cue(text)) and capability.claims(text):
-            return None if asks_about_rules(text) else capability
+            return capability if where or not asks_about_rules(text) else None
     return None
 
 
@@ -117,6 +149,9 @@ def is_followup(text: str, history: list[ChatMessage]) -> bool:
 # A message of this many words of its own or fewer ("who runs it?", "and two-star ones?") says
 # too little to search alone or to be the question later follow-ups lean on.
 SHORT_TERMS = 3
+# A message of this many words of its own or more says as much as a full question: in a thread it
+# is judged, and routed, as if sent alone (agent/understanding/classify.py).
+STANDALONE_TERMS = 6
 
 
 def own_terms(text: str) -> int:
@@ -130,23 +165,49 @@ def own_terms(text: str) -> int:
     return len({fold(terms[0]) for terms in words if terms})
 
 
+def thread_anchor(history: list[ChatMessage]) -> str | None:
+    """The question the thread's follow-ups lean on: its last user message that is neither a
+    follow-up itself ("and for teens?") nor too short to stand alone ("who runs it?"); the
+    last user message when all are (None: no thread)."""
+    previous = previous_user_messages(history)
+    if not previous:
+        return None
+    anchor = previous[-1]
+    for candidate in reversed(previous):
+        anchor = candidate
+        if not _FOLLOWUP_START_RE.match(normalize(candidate)) and own_terms(candidate) > SHORT_TERMS:
+            break
+    return normalize(anchor)
+
+
+def followup_detail(text: str) -> str:
+    """What a follow-up adds, its lead words dropped ("and for a family of 6?" -> "family of 6?")."""
+    return _FOLLOWUP_LEAD_RE.sub("", normalize(text)).strip() or normalize(text)
+
+
+def leans_on_thread(text: str, history: list[ChatMessage], claimed: bool) -> bool:
+    """"and in Austin?", "y con transporte?", "any in Plano?": a short message that says what it
+    asks only with its thread, so it is routed with the thread's subject. A follow-up by its
+    wording with fewer than STANDALONE_TERMS words of its own, or a message of SHORT_TERMS words
+    or fewer that is no search by itself (`claimed`: a registry's wording claims it alone) or
+    that points back ("which providers are left out of it?")."""
+    if not previous_user_messages(history):
+        return False
+    if is_followup(text, history):
+        return own_terms(text) < STANDALONE_TERMS
+    return (not claimed or refers_back(text)) and own_terms(text) <= SHORT_TERMS
+
+
 def heuristic_rewrite(text: str, history: list[ChatMessage]) -> str:
     """Self-contained query without a model: the thread's last standalone question + the new details.
 
     Hybrid search copes well with the concatenation: BM25 and the embedding both keep the
     topic words of the earlier question while the new details (a family size, a date, "two-parent")
     pull the ranking towards the right passage."""
-    previous = previous_user_messages(history)
-    if not previous:
+    anchor = thread_anchor(history)
+    if anchor is None:
         return text
-    anchor = previous[-1]
-    for candidate in reversed(previous):  # skip earlier follow-ups: find the question they lean on
-        anchor = candidate
-        # "and for teens?" and "who runs it?" lean on an earlier question themselves
-        if not _FOLLOWUP_START_RE.match(normalize(candidate)) and own_terms(candidate) > SHORT_TERMS:
-            break
-    detail = _FOLLOWUP_LEAD_RE.sub("", normalize(text)).strip() or normalize(text)
-    anchor = normalize(anchor)
+    detail = followup_detail(text)
     shift = _year_shift(detail)
     if shift:
         # "and the year before?": move the thread's years instead of leaving the arithmetic to search

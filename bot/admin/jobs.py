@@ -50,6 +50,10 @@ async def run_job(runtime: "Runtime", request: JobRequest, send: Callable[[Event
         return ingest_output(report, request.as_json)
     if request.op == "learned-remove":
         return await learned_remove(runtime, request.paths[0] if request.paths else "")
+    if request.op == "learned-confirm":
+        return await learned_confirm(runtime, request.paths[0] if request.paths else "")
+    if request.op == "learned-expire":
+        return await learned_expire(runtime)
     if request.op == "sync":
         return await sync_job(runtime, request.paths, full=request.full, as_json=request.as_json)
     return await run_registry_job(runtime, request)  # `registry ingest` (and its shortcuts)
@@ -84,6 +88,32 @@ async def learned_remove(runtime: "Runtime", name: str) -> JobOutput:
     return JobOutput(stdout=[f"removed {printable(name)}" + (" and its passages" if report.pruned else "")])
 
 
+def learned_answers(runtime: "Runtime"):
+    """The deployment's learned answers on the machine's clock (agent/knowledge/learned.py)."""
+    from agent.knowledge.learned import LearnedAnswers
+
+    settings = runtime.settings
+    return LearnedAnswers(runtime, settings.learned_path, review_days=settings.learned_review_days,
+                          remind_days=settings.learned_remind_days)
+
+
+async def learned_confirm(runtime: "Runtime", name: str) -> JobOutput:
+    """`askdesk learned confirm NAME`: cited (again) until a new review date."""
+    answers = learned_answers(runtime)
+    confirmed = await answers.confirm(name)
+    if confirmed is None:
+        return JobOutput(stderr=[f"error: no learned answer named {printable(name)} (see `askdesk learned list`)"],
+                         code=2)
+    return JobOutput(stdout=[f"confirmed {printable(name)}: cited until {answers.review_by(confirmed):%Y-%m-%d}"])
+
+
+async def learned_expire(runtime: "Runtime") -> JobOutput:
+    """`askdesk learned review`: the passages of answers past their review date leave the index."""
+    expired = await learned_answers(runtime).expire_due()
+    return JobOutput(stdout=[f"expired {printable(a.name)} (not cited until confirmed)" for a in expired]
+                     or ["no learned answer is past its review date"])
+
+
 def ingest_output(report, as_json: bool):
     """What `askdesk ingest` prints for `report`, locally or handed over to a running bot."""
     out = JobOutput()
@@ -93,6 +123,8 @@ def ingest_output(report, as_json: bool):
         out.stderr += [f"skipped {printable(source)}: {printable(reason)}" for source, reason in report.skipped]
         out.stdout += [f"pruned {printable(source)}" for source in report.pruned]
         out.stdout.append(printable(report.summary()))
+        if report.languages_note:  # documents in a language askdesk has no translations for
+            out.stdout.append(printable(report.languages_note))
     out.code = 1 if report.files == 0 else 0
     return out
 

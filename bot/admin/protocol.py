@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 
 class JobRequest(BaseModel):
-    op: Literal["ingest", "registry-ingest", "learned-remove", "sync"]
+    op: Literal["ingest", "registry-ingest", "learned-remove", "learned-confirm", "learned-expire", "sync"]
     paths: list[str] = Field(default_factory=list)  # absolute, as the client resolved them
     collection: str | None = None
     registry: str | None = None  # registry-ingest: the registry's name

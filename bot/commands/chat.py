@@ -13,6 +13,8 @@ import signal
 import sys
 import threading
 import uuid
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -44,7 +46,9 @@ def render_answer(console: Console, result, *, shown_notice: str | None = None, 
     if not streamed:  # answer text and labels come from documents and models: no control codes, no markup
         print_markdown(console, printable(result.answer, multiline=True))
     if result.references:
-        console.print("[bold]Sources[/bold]")
+        from agent.prompts import default_prompts
+
+        console.print(f"[bold]{escape(default_prompts().render('sources_heading'))}[/bold]")  # in the answer's language
         for i, ref in enumerate(result.references, start=1):
             label, source = escape(printable(ref.label())), escape(printable(ref.source))
             # off a terminal one line per source: rich's wrapping would leave padding at each break
@@ -71,7 +75,8 @@ class TerminalReply:
         self.header = header
         self.shown_notice = shown_notice
         self.refused = False  # the answer was a refusal: the chat offers SEARCH_WORD
-        self.hint: str | None = None  # shown under a refusal (the chat's SEARCH_WORD)
+        # renders the line shown under a refusal (the chat's SEARCH_WORD), once the answer's language is known
+        self.hint: Callable[[], str] | None = None
         self.live = None
         if not as_json:
             from bot.commands.live import LiveAnswer
@@ -101,7 +106,7 @@ class TerminalReply:
         if self.refused and self.hint:
             from rich.markup import escape
 
-            self.console.print(f"[dim]{escape(self.hint)}[/dim]")
+            self.console.print(f"[dim]{escape(self.hint())}[/dim]")
         return None
 
     async def note(self, text: str) -> None:
@@ -222,12 +227,15 @@ async def _chat_loop(settings: Settings, thread: str, questions: list[str] | Non
             if anyway:
                 text = refused
             reply = TerminalReply(console, console, header="[bold blue]askdesk>[/bold blue]", shown_notice=shown)
-            reply.hint = service.prompts.render("search_anyway_terminal")
+            reply.hint = partial(service.prompts.render, "search_anyway_terminal")
             delivery = await runner.run(Incoming(surface="cli", text=text, thread_id=thread, user_id="cli",
                                                  search_anyway=anyway), reply)
             refused = text if reply.refused else None
             if delivery is not None and delivery.result.action is not None and scripted is None:
-                await _decide(console, runner, delivery.result.action, thread, shown)
+                from agent.prompts import speaking
+
+                with speaking(delivery.result.language):  # "Run it? [y/N]" in the answer's language
+                    await _decide(console, runner, delivery.result.action, thread, shown)
             console.print()
     finally:
         if own:

@@ -1,10 +1,13 @@
-"""`askdesk eval FILE [--json] [--top-k 5]`: score the build against an eval YAML file."""
+"""`askdesk eval FILE [--json] [--top-k 5]`: score the build against an eval YAML file;
+`askdesk eval --regressions [--json]`: the regression cases feedback became
+(agent/evaluation/regressions.py), each found or not in the top 5."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -15,7 +18,9 @@ from bot.commands import existing, store_in_use
 
 
 def eval_cmd(
-    file: Path = typer.Argument(..., help="Eval YAML (sections: retrieval, offtopic, conversations, routes, one per registry)."),
+    file: Optional[Path] = typer.Argument(None, help="Eval YAML (sections: retrieval, offtopic, conversations, routes, one per registry)."),
+    regressions: bool = typer.Option(False, "--regressions", help="Run the regression cases of the data dir "
+                                     "(expert answers kept as tests) instead of a file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object keyed by section."),
     top_k: int = typer.Option(5, "--top-k", min=1, max=50, help="Passages per question."),
 ) -> None:
@@ -25,6 +30,15 @@ def eval_cmd(
     from agent.state.memory import MemoryState
     from agent.turn.service import Askdesk
 
+    if regressions:
+        if file is not None:
+            typer.echo("error: give an eval FILE or --regressions, not both", err=True)
+            raise typer.Exit(2)
+        run_regressions(as_json)
+        return
+    if file is None:
+        typer.echo("error: give an eval FILE (or --regressions)", err=True)
+        raise typer.Exit(2)
     existing(file, "file")
     try:
         load_eval_file(file)
@@ -61,6 +75,40 @@ def eval_cmd(
         typer.echo(f"== {name}")
         typer.echo(text)
         typer.echo("")
+
+
+def run_regressions(as_json: bool) -> None:
+    """Every regression case searched as the bot searches; exit code 1 when one lost its source."""
+    from agent.evaluation.regressions import check, load_cases, render, summary
+
+    settings = load_settings()
+    try:
+        cases = load_cases(settings)
+    except Exception as exc:  # a hand edit broke the file
+        typer.echo(f"error: cannot read the regression cases: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    async def main():
+        runtime = Runtime.open(settings)
+        try:
+            return await check(runtime, cases)
+        finally:
+            await runtime.close()
+
+    try:
+        results = asyncio.run(main()) if cases else []
+    except StoreInUse as exc:
+        raise store_in_use(exc) from None
+    except Exception as exc:  # the knowledge base is missing or unreachable
+        typer.echo(f"error: regression check failed: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps({**summary(results), "results": [r.model_dump() for r in results]}, indent=2,
+                              ensure_ascii=False))
+    else:
+        typer.echo(render(results))
+    if any(not r.found for r in results):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,9 @@ from bot.admin.jobs import ingest_output
 from bot.printable import json_safe, printable
 
 
+SNIPPET_CHARS = 400  # of a passage's prose in `askdesk search` (its tables are shown whole)
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
     typer.echo(f"error: {printable(message)}", err=True)
     return typer.Exit(code)
@@ -233,14 +236,17 @@ def search_cmd(
     from rich.console import Console
     from rich.markup import escape
 
+    from agent.capabilities.knowledge import excerpt, from_section, whole
+    from bot.commands.live import print_markdown
+
     console = Console()
     for i, p in enumerate(passages, start=1):
         where = printable(" — ".join(x for x in (p.title, p.section) if x))
         console.print(f"[bold]{i}. {escape(printable(p.source))}[/bold]  score {p.score:.3f}")
         if where:
             console.print(f"   [dim]{escape(where)}[/dim]")
-        snippet = " ".join(printable(p.text, multiline=True).split())
-        console.print("   " + escape(snippet[:400] + ("…" if len(snippet) > 400 else "")))
+        # as written: paragraphs and lists, tables drawn as tables and whole (cut only between rows)
+        print_markdown(console, printable(excerpt(from_section(whole(p), p.section), SNIPPET_CHARS), multiline=True))
         console.print()
 
 

@@ -82,6 +82,7 @@ class Served:
 
     askdesk: Any
     surfaces: dict[str, "Surface"] = field(default_factory=dict)
+    reviews: Any = None  # the learned answers' review round (agent/knowledge/learned_review.py)
 
     def __getattr__(self, name: str) -> Any:
         surfaces = self.__dict__.get("surfaces") or {}
@@ -214,6 +215,17 @@ async def run_serve(settings, surfaces: list[str], *, host: str, stop: asyncio.E
 
         syncing = asyncio.create_task(keep_in_sync(runtime, stop))  # sources.yaml, every ASKDESK_SYNC_INTERVAL
         running.append(lambda: _cancel(syncing))
+        from agent.knowledge.learned_review import Reviews, keep_reviewed
+
+        notifiers = {s.name: n for s in chosen if (n := s.review_notifier()) is not None}
+        served.reviews = Reviews(askdesk.learned_answers, askdesk.state, notifiers)  # learned answers age
+        reviewing = asyncio.create_task(keep_reviewed(served.reviews, stop))
+        running.append(lambda: _cancel(reviewing))
+        if settings.revisit_notify:  # notes to the askers of answers whose cited document changed
+            from bot.revisit import keep_noting
+
+            noting = asyncio.create_task(keep_noting(runner.revisits, askdesk, stop))
+            running.append(lambda: _cancel(noting))
         if on_ready is not None:
             on_ready(served)
         await stop.wait()

@@ -97,11 +97,16 @@ def sources_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     except SourcesFileError as exc:
         _fail(str(exc))
         return
+    note = _languages_note()
     if as_json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        if note:
+            typer.echo(note, err=True)  # the JSON stays parseable
         return
     if not rows:
         typer.echo("no sources declared: see docs/sources.md (sources.yaml)")
+    if note:
+        typer.echo(note)
     for r in rows:
         audience = r["audience"] if isinstance(r["audience"], str) else ", ".join(r["audience"])
         typer.echo(f"{r['name']}  {r['kind']}  audience: {audience}  {r['documents']} documents  "
@@ -110,6 +115,14 @@ def sources_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
             typer.echo(f"  last error: {r['last_error']}")
         if r["unreadable"]:
             typer.echo(f"  {r['unreadable']} documents could not be read (askdesk sync --json lists them)")
+
+
+def _languages_note() -> str | None:
+    """The one line about documents in a language askdesk has no translations for (or None)."""
+    from agent.knowledge import kb_languages
+
+    settings = load_settings()
+    return kb_languages.note(kb_languages.held(settings), kb_languages.spoken(settings))
 
 
 def plugins_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

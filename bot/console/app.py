@@ -9,7 +9,7 @@ from importlib import resources
 
 from aiohttp import web
 
-from bot.console import escalations, learned, login, overview, playground, sources
+from bot.console import escalations, learned, login, overview, playground, revisit, sources
 from bot.console.guard import add_headers, middlewares, public
 from bot.console.shared import CONSOLE
 from bot.console.state import Console
@@ -25,7 +25,7 @@ def application(console: Console) -> web.Application:
     app[CONSOLE] = console
     app.on_response_prepare.append(add_headers)
     app.router.add_get("/static/{name}", static)
-    for module in (login, overview, sources, learned, escalations, playground):
+    for module in (login, overview, sources, learned, escalations, revisit, playground):
         module.add_routes(app.router)
     return app
 

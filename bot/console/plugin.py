@@ -79,10 +79,13 @@ class ConsoleSurface(Surface):
             desk.say(f"console bootstrap token (one use, for the first sign-in): {self.bootstrap_token}")
         # the default Overview computed now, so the first admin does not wait for it
         warm = asyncio.create_task(console.reports.get(Window.default(datetime.now(timezone.utc).date())))
+        # and the learned answers' citations, counted once in full (the page then reads only new turns)
+        warm_learned = asyncio.create_task(console.citations.of(desk.askdesk.learned()))
 
         async def stop() -> None:
             warm.cancel()
-            await asyncio.gather(warm, return_exceptions=True)
+            warm_learned.cancel()
+            await asyncio.gather(warm, warm_learned, return_exceptions=True)
             await runner.cleanup()
             await console.close()
 

@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from agent.config import Settings
 from bot.console.keys import SESSION
+from bot.console.learned_citations import LearnedCitations
 from bot.console.oidc import OidcClient, Pending
 from bot.console.reports import Reports
 from bot.console.sessions import ConsoleStore, Session
@@ -22,7 +23,7 @@ from bot.console.syncs import SyncJobs
 log = logging.getLogger("askdesk.console")
 
 NAV = (("/", "Overview"), ("/sources", "Sources"), ("/gaps", "Gaps"), ("/learned", "Learned answers"),
-       ("/escalations", "Escalations"), ("/playground", "Playground"))
+       ("/escalations", "Escalations"), ("/revisit", "Revisit"), ("/playground", "Playground"))
 PENDING_S = 600.0  # a sign-in must come back from the provider within ten minutes
 MAX_PENDING = 1000
 MAX_FLASHED = 1000  # sessions with a note waiting to be shown
@@ -54,6 +55,7 @@ class Console:
         self.store = ConsoleStore(settings.data_dir / "console.sqlite")
         self.reports = Reports(askdesk.state, embedder, config.report_fresh_s)
         self.syncs = SyncJobs(askdesk.runtime)
+        self.citations = LearnedCitations(askdesk.state)  # the Learned answers page's counts, read incrementally
         self.pending: dict[str, Pending] = {}  # sign-ins waiting for the provider's callback, by state
         self.flashes: dict[str, list[tuple[str, str]]] = {}  # session id -> (kind, text) to show once
         self.templates = Environment(loader=PackageLoader("bot.console", "templates"),

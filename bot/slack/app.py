@@ -29,9 +29,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
 from bot.dedupe import event_key
-from bot.slack import actions, agent_view, anyway, commands, comments, confirm, escalation, events
+from bot.slack import actions, agent_view, anyway, commands, comments, confirm, escalation, events, learned_review
 from bot.slack.history import ThreadHistory
 from bot.slack.http import EVENTS_PATH, healthz, request_guard
+from bot.slack.revisit import SlackRevisitDesk
 from bot.slack.services import Answering, SlackServices
 from bot.slack import private
 from bot.slack.settings import SURFACE, SlackSettings
@@ -98,6 +99,7 @@ def register_listeners(app: AsyncApp, askdesk: "Askdesk", slack: SlackSettings) 
     anyway.register(app)
     confirm.register(app)
     comments.register(app)
+    learned_review.register(app)
 
 
 class SlackApp:
@@ -186,6 +188,7 @@ def build_slack_app(
     services = SlackServices.create(settings, askdesk, ThreadHistory(client), runner, slack=slack)
     services.install(app)
     services.runner.escalation_desks.register(SURFACE, escalation.SlackDesk(client, askdesk.prompts))
+    services.runner.revisits.register(SURFACE, SlackRevisitDesk(client, askdesk.prompts))
 
     @app.middleware
     async def drop_retries(body: dict[str, Any], context: AsyncBoltContext, answering: Answering,

@@ -1,10 +1,13 @@
 """Block Kit for answers, sources, feedback and registry results.
 
-Answers go in a `markdown` block (standard Markdown, tables render), sources in a
-context block, numbered like the citations in the text. Slack caps the markdown blocks of
-one message at 12,000 characters in total (and rejects payloads a little above that), a
-context block at 10 elements and a button value at 2,000 characters, so long answers are
-split into several messages at paragraph boundaries, never inside a code fence or table.
+Answers go in a `markdown` block (standard Markdown), sources in a context block, numbered
+like the citations in the text. A table in an answer is a `table` block where it stands (Slack
+allows one per message, at most 100 rows of 20 cells); another table in the same message, or
+one too large for the block, is aligned monospace in a code block (agent/tables.py). Slack
+caps the markdown blocks of one message at 12,000 characters in total (and rejects payloads a
+little above that), a context block at 10 elements and a button value at 2,000 characters, so
+long answers are split into several messages at paragraph boundaries, never inside a code
+fence, and a table only between rows, each part with its header.
 
 Text from documents, registries or a model is escaped here (bot/slack/escape.py) as it goes
 into a field — answers with `safe_markdown`, everything in mrkdwn with `safe_mrkdwn` — and the
@@ -21,11 +24,14 @@ from agent.capabilities.base import Command, CommandResult, RecordView
 from agent.markdown import segments
 from agent.prompts import PromptSet, default_prompts
 from agent.references import Reference
+from agent.tables import Table, blocks as table_blocks
 from bot.slack.escape import escaped_size, safe_markdown, safe_mrkdwn, web_link
 
 PART_CHARS = 8000  # per message: well inside the 12k markdown-block budget, room for sources
 ESCAPED_PART_CHARS = 11_000  # a part once escaped (`&` -> `&amp;`...): re-split above this
 FALLBACK_TEXT_CHARS = 3000  # notification / screen-reader text
+TABLE_ROWS = 100  # a table block's rows, its header included
+TABLE_COLUMNS = 20
 MAX_SOURCES = 8
 BUTTON_VALUE_CHARS = 2000
 FEEDBACK_BLOCK_ID = "askdesk_feedback"
@@ -92,7 +98,7 @@ def _split_unit(kind: str, text: str, limit: int) -> list[str]:
     size = 0
     joiner = " " if kind == "text" else "\n"
     for item in body:
-        while len(item) > room:  # a single line/sentence longer than a part: hard cut
+        while len(item) > room and kind != "table":  # a line/sentence longer than a part: hard cut (a row never)
             if current:
                 pieces.append(joiner.join(current))
                 current, size = [], 0
@@ -252,19 +258,76 @@ def footer_blocks(references: list[Reference], notice: str | None, value: str | 
     return blocks
 
 
+def fits_table_block(table: Table) -> bool:
+    return len(table.rows) + 1 <= TABLE_ROWS and 0 < table.width <= TABLE_COLUMNS
+
+
+def table_block(table: Table) -> Block:
+    """A `table` block: the header row, then the rows, cells as plain text (raw_text shows
+    its text as written: no Markdown, no mentions, no links)."""
+    def row(cells: tuple[str, ...]) -> list[dict[str, str]]:
+        return [{"type": "raw_text", "text": cell or " "} for cell in cells]
+
+    settings = [{"is_wrapped": True, **({"align": a} if a else {})} for a in (*table.align, *[""] * table.width)[:table.width]]
+    return {"type": "table", "rows": [row(table.plain_header()), *(row(r) for r in table.plain_rows())],
+            "column_settings": settings}
+
+
+def monospace(table: Table) -> str:
+    """A table as aligned plain text in a code block (a message's second table, or one too large)."""
+    return f"```\n{table.monospace()}\n```"
+
+
+def part_blocks(part: str) -> list[Block]:
+    """One message's answer text as blocks, in order: Markdown (escaped here) and its first
+    table as a `table` block; any other table aligned in a code block."""
+    out: list[Block] = []
+    text: list[str] = []
+    tabled = False
+    for block in table_blocks(part):
+        if isinstance(block, Table) and not tabled and fits_table_block(block):
+            if "\n\n".join(text).strip():
+                out.append(markdown_block(safe_markdown("\n\n".join(text))))
+            text = []
+            out.append(table_block(block))
+            tabled = True
+        else:
+            text.append(monospace(block) if isinstance(block, Table) else block)
+    if "\n\n".join(text).strip() or not out:
+        out.append(markdown_block(safe_markdown("\n\n".join(text) or part)))
+    return out
+
+
+def stream_end(part: str) -> tuple[str, list[Block]]:
+    """A streamed message's last text: (the Markdown before its first table, the blocks from
+    that table on). chat.stopStream puts its blocks under the streamed text, so the table and
+    what follows it keep their order."""
+    parts = table_blocks(part)
+    first = next((i for i, b in enumerate(parts) if isinstance(b, Table) and fits_table_block(b)), None)
+    if first is None:
+        return part, []
+    before = "\n\n".join(b for b in parts[:first] if isinstance(b, str))
+    rest = "\n\n".join(b.markdown() if isinstance(b, Table) else b for b in parts[first:])
+    return before, part_blocks(rest)
+
+
 def answer_messages(
     answer: str, references: list[Reference], *, notice: str | None, value: str | None,
     prompts: "PromptSet | None" = None, escalate: bool = False, anyway: str | None = None,
 ) -> list[list[Block]]:
     """Blocks of each message of an answer (escaped here); the footer rides on the last one."""
-    messages = [[markdown_block(safe_markdown(p))] for p in answer_parts(answer or "…")]
+    messages = [part_blocks(p) for p in answer_parts(answer or "…")]
     messages[-1].extend(footer_blocks(references, notice, value, prompts, escalate=escalate, anyway=anyway))
     return messages
 
 
 def fallback_text(safe: str) -> str:
-    """A message's `text` (notifications, screen readers) from its escaped Markdown."""
-    return plain(safe, FALLBACK_TEXT_CHARS)
+    """A message's `text` (notifications, screen readers) from its escaped Markdown: cut at a
+    line's end where there is one, so no table row is cut."""
+    if len(safe) <= FALLBACK_TEXT_CHARS:
+        return safe
+    head = safe[:FALLBACK_TEXT_CHARS - 1]
+    return (head.rsplit("\n", 1)[0] if "\n" in head else plain(head, FALLBACK_TEXT_CHARS - 1)) + "…"
 
 
 def note_blocks(mrkdwn: str) -> list[Block]:

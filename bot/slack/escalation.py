@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.state.base import Escalation, utcnow
 from bot.permissions import asker_of, press_refused
+from agent.learned import Owner
 from bot.slack.blocks import ESCALATE, SAVE_ANSWER, action_value, plain
 from bot.slack.escape import safe_markdown, safe_mrkdwn, web_link
 from bot.slack.history import is_bot_message, strip_mention
@@ -277,7 +278,8 @@ async def save_answer(body: dict, action: dict, client: AsyncWebClient, runner: 
     try:
         name = await runner.askdesk.save_learned(
             key=escalation.id, question=escalation.question, answer=escalation.expert_answer,
-            expert=escalation.expert_name or escalation.expert_id or user, when=escalation.answered_at or utcnow(), asked_in=escalation.conversation)
+            expert=escalation.expert_name or escalation.expert_id or user, when=escalation.answered_at or utcnow(), asked_in=escalation.conversation,
+            owner=Owner(surface="slack", id=escalation.expert_id or user, name=escalation.expert_name or ""))
     except Exception as exc:
         log.error("slack: saving escalation %s as an answer failed: %s", escalation.id, type(exc).__name__)
         await note(prompts.text("learned_failed"))

@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.answers import Attachment
 from agent.messages import ChatMessage
+from agent.prompts import speaking
 from bot.dedupe import message_key
 from bot.files import fetch_files
 from bot.slack.files import remote_files
@@ -157,7 +158,9 @@ async def handle(answering: Answering, incoming: SlackMessage | None, slack: Sla
                 return
         elif not channel_allowed(answering, incoming.channel):
             if await answering.seen.claim_message(incoming.channel, incoming.ts):
-                await _note(slack.client, incoming, answering.askdesk.prompts.render("channel_not_enabled"))
+                with speaking(answering.askdesk.language_of(incoming.text)):
+                    note = answering.askdesk.prompts.render("channel_not_enabled")
+                await _note(slack.client, incoming, note)
             return
     if not await answering.seen.claim_message(incoming.channel, incoming.ts):
         log.debug("slack: %s:%s already answered", incoming.channel, incoming.ts)

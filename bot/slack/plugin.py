@@ -120,6 +120,12 @@ class SlackSurface(Surface):
 
         return stop_http
 
+    def review_notifier(self) -> Any:
+        """Learned answers' owners on Slack get a DM (bot/slack/learned_review.py)."""
+        from bot.slack.learned_review import notifier
+
+        return notifier(self.app.app.client, self.app.services.runner.prompts) if self.app is not None else None
+
     @classmethod
     def target(cls, ref: str) -> Target | None:
         return Target(cls.name, ref) if _CHANNEL.fullmatch(ref) else None

@@ -23,6 +23,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.prompts import speaking
 from bot.slack.blocks import Block, answer_messages, fallback_text, feedback_value, plain
 from bot.slack.confirm_buttons import offer
 from bot.slack.escape import safe_mrkdwn
@@ -124,10 +125,11 @@ def register(app: AsyncApp, command: str) -> None:
             return
         channel, user = str(body.get("channel_id") or ""), str(body.get("user_id") or "")
         allowed = answering.slack_settings.channels
-        if not channel.startswith("D") and allowed and channel not in allowed:
-            await ack(text=prompts.render("channel_not_enabled"), response_type="ephemeral")
-            return
-        await ack(text=prompts.render("thinking"), response_type="ephemeral")
+        with speaking(answering.askdesk.language_of(text)):  # in the question's language
+            if not channel.startswith("D") and allowed and channel not in allowed:
+                await ack(text=prompts.render("channel_not_enabled"), response_type="ephemeral")
+                return
+            await ack(text=prompts.render("thinking"), response_type="ephemeral")
         await ask(answering, text, channel=channel, user=user, reply=EphemeralReply(response_sender(respond), prompts),
                   client=client)
 

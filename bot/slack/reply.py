@@ -37,7 +37,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.references import Reference
 from bot.slack.blocks import (PART_CHARS, answer_messages, answer_parts, anyway_value, fallback_text, feedback_value,
-                              footer_blocks)
+                              footer_blocks, stream_end)
 from bot.slack.escape import MarkdownStream, escaped_size, safe_markdown, safe_mrkdwn
 from bot.slack.confirm_buttons import offer, thread_poster
 from bot.cache import CoolDown
@@ -384,8 +384,10 @@ class SlackReply:
     async def _finish_stream(self, text: str, footer: list[dict] | None) -> None:
         stream = await self._open_stream()
         chunks = [] if self._tasks_done else self._complete_last_task()
-        safe = self.markdown.render(text, final=True)[0]
-        await stream.stop(markdown_text=safe, chunks=chunks or None, blocks=footer or None)
+        text, tabled = stream_end(text)  # a table goes as a table block, in its place (bot/slack/blocks.py)
+        safe = self.markdown.render(text, final=True)[0] if text.strip() else ""
+        blocks = [*tabled, *(footer or [])]
+        await stream.stop(markdown_text=safe or None, chunks=chunks or None, blocks=blocks or None)
         await self._closed()
         if stream.ts:
             self.posted_ts.append(stream.ts)

@@ -95,7 +95,10 @@ class TeamsReply:
             rendered.activity.add_attachments(anyway_button(self.bot.prompts, answer_id=delivery.answer_id,
                                                             question=self.question))
         try:
-            return await self.renderer.finish(rendered.activity)
+            sent = await self.renderer.finish(rendered.activity)
+            for more in rendered.more:  # an answer card too large for one message goes on in the next
+                await (self.private or self.ctx.send)(more)
+            return sent
         except Exception as exc:
             if not unreachable(exc):
                 raise  # the turn runner logs it and apologises

@@ -40,9 +40,13 @@ TEAMS_PROMPTS: dict[str, set[str]] = {
 def surface_prompts(prompts: PromptSet) -> PromptSet:
     """The service's prompts, with the packaged Teams texts filling in for a custom prompts_dir
     that has none (a prompts_dir made for Slack keeps working)."""
-    merged = dict(default_prompts().prompts)
+    packaged = default_prompts()
+    merged = dict(packaged.prompts)
     merged.update(prompts.prompts)
-    found = PromptSet(merged)
+    translations = {lang: {**{n: p for n, p in packaged.translations.get(lang, {}).items() if n not in prompts.prompts},
+                           **prompts.translations.get(lang, {})}
+                    for lang in {*packaged.translations, *prompts.translations}}  # each in the asker's language too
+    found = PromptSet(merged, translations)
     found.require(TEAMS_PROMPTS)
     return found
 

@@ -23,6 +23,7 @@ def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, 
     from microsoft_teams.apps import App
 
     from bot.teams import escalation, extension, feedback, messages, welcome
+    from bot.teams.revisit import TeamsRevisitDesk
 
     bot = TeamsBot(settings=settings, askdesk=askdesk, auth=auth, runner=runner or TurnRunner(askdesk))
     options: dict[str, Any] = dict(
@@ -42,6 +43,7 @@ def build_teams_bot(settings: Settings, askdesk: "Askdesk", *, auth: TeamsAuth, 
     messages.register(bot)
     bot.runner.escalation_desks.register(SURFACE, escalation.TeamsDesk(bot),
                                          channel=bot.teams_settings.escalation_channel)
+    bot.runner.revisits.register(SURFACE, TeamsRevisitDesk(bot))
     extension.register(bot)
     feedback.register(bot)
     welcome.register(bot)

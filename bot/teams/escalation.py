@@ -29,6 +29,7 @@ import httpx
 from microsoft_teams.api import MessageActivityInput
 from microsoft_teams.api.clients.conversation import CreateConversationParams
 
+from agent.learned import Owner
 from agent.state.base import Escalation, utcnow
 from bot.escalation import Target
 from bot.permissions import asker_of, press_refused
@@ -242,7 +243,9 @@ async def save_answer(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: d
         name = await bot.askdesk.save_learned(
             key=escalation.id, question=escalation.question, answer=escalation.expert_answer,
             expert=escalation.expert_name or escalation.expert_id or ctx.activity.from_.id,
-            when=escalation.answered_at or utcnow(), asked_in=escalation.conversation)
+            when=escalation.answered_at or utcnow(), asked_in=escalation.conversation,
+            owner=Owner(surface=SURFACE, id=escalation.expert_id or incoming.user_id, name=escalation.expert_name or "",
+                        service_url=ctx.activity.service_url, tenant=_tenant(ctx) or None))
     except Exception as exc:
         log.error("teams: saving escalation %s as an answer failed: %s", escalation.id, type(exc).__name__)
         await note(ctx, prompts.text("learned_failed"))

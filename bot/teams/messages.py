@@ -18,7 +18,7 @@ from microsoft_teams.apps import ActivityContext
 
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
-from bot.teams import anyway, confirm, escalation
+from bot.teams import anyway, confirm, escalation, learned_review
 from bot.teams.connector import unreachable
 from bot.teams.escalation_cards import SEARCH_ANYWAY, action_of
 from bot.teams.incoming import TeamsMessage, parse
@@ -46,6 +46,9 @@ def register(bot) -> None:
             return
         if (decided := confirm.pressed(bot, ctx, incoming)) is not None:  # Confirm / Cancel (bot/teams/confirm.py)
             bot.spawn(_settled(bot, incoming, decided))
+            return
+        if (reviewed := learned_review.pressed(bot, ctx, incoming)) is not None:  # a learned answer's review card
+            bot.spawn(_settled(bot, incoming, reviewed))
             return
         button = action_of(ctx.activity.value)
         if button is not None:  # a press of an askdesk card button (no text, no mention)

@@ -10,7 +10,7 @@ starts.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent.config import Settings
 from bot.escalation import Target
@@ -48,6 +48,12 @@ class TeamsSurface(Surface):
         self.app, self.port = teams.bot, teams.port
         desk.say(f"Teams bot listening on {endpoint(desk.host, teams.port)}")
         return teams.stop
+
+    def review_notifier(self) -> Any:
+        """Learned answers' owners on Teams get a card in a personal chat (bot/teams/learned_review.py)."""
+        from bot.teams.learned_review import notifier
+
+        return notifier(self.app) if self.app is not None else None
 
     @classmethod
     def target(cls, ref: str) -> Target | None:

@@ -7,6 +7,9 @@ MAX_SOURCES), so the same answer reads the same on both surfaces. Teams turns ea
 stays plain text. An answer that cites nothing inline but has references gets a short
 sources line instead, so no answer loses its sources.
 
+An answer that holds a table is an Adaptive Card instead (`table_activities`): Teams draws no
+Markdown table in a message, and a card `Table` keeps every row whole.
+
 The answer, the sources' titles and sections and the notice are rendered by `teams_text`
 (bot/teams/escape.py) before our own markup (the bold heading, the notice's italics, the
 citation entities) is added: no document or model output can mention anyone, inject HTML or
@@ -16,12 +19,14 @@ hide a link's address.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from microsoft_teams.api import CitationAppearance, MessageActivityInput
+from microsoft_teams.api import AdaptiveCardAttachment, CitationAppearance, MessageActivityInput, card_attachment
 
 from agent.answers import AnswerResult
 from agent.references import Reference
+from agent.tables import has_table
+from bot.teams.cards import answer_cards
 from bot.teams.escape import teams_text
 
 MAX_SOURCES = 8  # as many as the Slack sources list shows
@@ -64,6 +69,7 @@ class RenderedAnswer:
     activity: MessageActivityInput
     cited: list[int]
     feedback: bool
+    more: list[MessageActivityInput] = field(default_factory=list)  # the rest of an answer too large for one message
 
 
 def sources_line(references: list[Reference], heading: str) -> str:
@@ -71,7 +77,28 @@ def sources_line(references: list[Reference], heading: str) -> str:
     return f"**{teams_text(heading)}:** " + " · ".join(labels)
 
 
+def table_activities(result: AnswerResult, *, notice: str | None, sources_heading: str) -> list[MessageActivityInput]:
+    """An answer that holds tables: Adaptive Cards with its text and tables in order
+    (bot/teams/cards.py), its sources and notice last, one per message (a long answer takes
+    more than one); the messages' text is empty (the card is the answer, said once)."""
+    extra = [sources_line(result.references, sources_heading) if result.references else "",
+             f"_ℹ️ {teams_text(notice)}_" if notice else ""]
+    activities = []
+    for card in answer_cards(result.answer, extra):
+        activity = MessageActivityInput(text="")
+        activity.add_attachments(card_attachment(AdaptiveCardAttachment(content=card)))
+        activities.append(activity)
+    return activities
+
+
 def answer_activity(result: AnswerResult, *, notice: str | None, feedback: bool, sources_heading: str) -> RenderedAnswer:
+    if has_table(result.answer or ""):
+        activity, *more = table_activities(result, notice=notice, sources_heading=sources_heading)
+        if is_ai_generated(result):
+            activity.add_ai_generated()
+        if feedback:
+            activity.add_feedback()
+        return RenderedAnswer(activity=activity, cited=[], feedback=feedback, more=more)
     text = teams_text((result.answer or "…").strip())
     cited = used_markers(text, result.references)
     if result.references and not cited and not result.search_only:

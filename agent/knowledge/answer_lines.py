@@ -1,0 +1,185 @@
+"""The lines of the best passages that answer a question: the table row, the list item, the
+sentence with the asked figure, put first in a search-only answer (agent/capabilities/knowledge.py).
+
+Without a model nobody reads the passages for the asker, and a passage's answer can sit in its
+fifth sentence or its twelfth table row. Each passage is cut into units — a sentence, a list
+item, a table row with its header — by the CommonMark parser, and a unit is scored by the
+question's index terms it holds (the BM25 tokenizer's stems, stopwords and codes, so "biz
+license renewl fee" meets "renewal fee"), each weighted by how rare it is among the units
+(a term every unit has tells none apart). A question that asks for an amount (words in
+agent/data/answer_words.yaml, or a `$`) is answered by a unit with a figure, and a figure of
+the question itself ("family of 3", "$2,890") counts double. The better passage wins a tie.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Literal
+
+from markdown_it import MarkdownIt
+from pydantic import BaseModel
+
+from agent.accents import fold
+from agent.knowledge.sparse import tokens
+from agent.tables import Table, parse_table
+from agent.yamlio import safe_load
+
+if TYPE_CHECKING:
+    from agent.knowledge.search import Passage
+
+WORDS_FILE = "answer_words.yaml"
+MAX_LINES = 3  # answer lines put first
+BEST_PASSAGES = 3  # the passages they are picked from
+NEAR_BEST = 0.55  # a line scores at least this share of the best line's score
+RANK_DECAY = 0.08  # each later passage's lines count this much less
+FIGURELESS = 0.55  # an amount question's line without a figure counts this much
+LENGTH_TERMS = 60.0  # a unit of this many terms counts half as much as a one-term unit would
+FIGURE_WEIGHT = 2.0  # a figure of the question ("family of 3", "$2,890") found in a line counts double
+PARAGRAPH_CHARS = 320  # a paragraph up to this long is one unit; a longer one, its sentences
+
+_PARSER = MarkdownIt("commonmark").enable("table")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(*¿¡\[]?[A-ZÀ-Ỹ0-9$])")
+_FIGURE = re.compile(r"\d")
+_NUMBER = re.compile(r"^[\d.,:/\-]+$")
+_QUESTION = re.compile(r"[?？]\W*$")  # a unit that ends as a question (after its markup)
+
+Kind = Literal["sentence", "item", "row"]
+
+
+class AnswerWords(BaseModel):
+    amount_words: dict[str, list[str]]
+    amount_symbols: list[str]
+
+
+@lru_cache(maxsize=1)
+def answer_words() -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """(the amount words' index terms in their language, the words and phrases themselves
+    accent-folded, the amount symbols), from the YAML data."""
+    words = AnswerWords.model_validate(safe_load(resources.files("agent.data").joinpath(WORDS_FILE).read_text("utf-8")))
+    terms: set[str] = set()
+    phrases: set[str] = set()
+    for lang, listed in words.amount_words.items():
+        for phrase in listed:
+            phrases.add(" ".join(fold(phrase.lower()).split()))
+            found = tokens(phrase, lang)
+            if len(found) == 1:
+                terms.add(found[0])
+    return frozenset(terms), frozenset(phrases), tuple(words.amount_symbols)
+
+
+def asks_for_amount(question: str) -> bool:
+    """Whether the question asks for an amount, a count, a limit or a date: an amount word
+    (as written, accents aside, or as its stem) or symbol in it."""
+    terms, phrases, symbols = answer_words()
+    if any(s in question for s in symbols):
+        return True
+    if terms & set(tokens(question)):
+        return True
+    folded = " " + " ".join(re.findall(r"\w+", fold(question.lower()))) + " "
+    return any(f" {p} " in folded for p in phrases)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence, a list item or a table row (a one-row table with its header)."""
+
+    kind: Kind
+    text: str  # the Markdown as written (a row: its cells joined by " | ")
+    table: Table | None = None
+
+    def markdown(self) -> str:
+        return self.table.markdown() if self.table is not None else self.text
+
+
+@dataclass(frozen=True)
+class AnswerLine:
+    unit: Unit
+    passage: int  # its passage's index in the list given
+    score: float
+    order: int = 0  # its place among the units read
+
+
+def units(text: str) -> list[Unit]:
+    """The units of a passage's Markdown, in order. Headings and questions are not units: they
+    name or ask, they do not answer (a Q&A page's "**Q4: …?**" matches the question best)."""
+    lines = text.splitlines()
+    tokens_ = _PARSER.parse(text)
+    out: list[Unit] = []
+    items = 0  # list items open around the current token
+    skip_until = -1
+    for i, token in enumerate(tokens_):
+        if i < skip_until:
+            continue
+        if token.type == "list_item_open":
+            items += 1
+        elif token.type == "list_item_close":
+            items -= 1
+        elif token.type == "table_open" and token.map is not None:
+            table = parse_table("\n".join(lines[token.map[0]:token.map[1]]))
+            close = next((j for j in range(i, len(tokens_)) if tokens_[j].type == "table_close"), len(tokens_))
+            skip_until = close + 1
+            if table is not None:
+                out.extend(Unit("row", " | ".join(row), table.with_rows([row])) for row in table.rows)
+        elif token.type == "inline" and i and tokens_[i - 1].type == "paragraph_open":
+            content = " ".join(token.content.split())
+            if not content:
+                continue
+            if items:
+                out.append(Unit("item", content))
+            elif len(content) <= PARAGRAPH_CHARS:  # a short paragraph reads as one line
+                out.append(Unit("sentence", content))
+            else:
+                out.extend(Unit("sentence", s) for s in _SENTENCE_END.split(content) if s.strip())
+    return [u for u in out if not _QUESTION.search(u.text)]  # a question asks, it does not answer
+
+
+def _terms(unit: Unit) -> set[str]:
+    text = unit.text if unit.table is None else " ".join((*unit.table.header, *unit.table.rows[0]))
+    return set(tokens(text))
+
+
+def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINES) -> list[AnswerLine]:
+    """The units of the best passages that answer `question`, best first (none when no unit
+    holds any of its terms). Passages are read whole: `context` (the section around the match)
+    when the search gave it, else the passage's text."""
+    # "$2,890/mo" is one index term; the figure alone ("2,890", "2890") is what a line holds
+    wanted = set(tokens(question)) | set(tokens(question.replace("/", " ")))
+    if not wanted:
+        return []
+    amount = asks_for_amount(question)
+    pool: list[tuple[int, Unit, set[str]]] = []
+    seen: set[str] = set()
+    for index, passage in enumerate(passages[:BEST_PASSAGES]):
+        for unit in units(getattr(passage, "context", None) or passage.text):
+            if unit.text in seen:
+                continue
+            seen.add(unit.text)
+            pool.append((index, unit, _terms(unit)))
+    if not pool:
+        return []
+    count = len(pool)
+    frequency: dict[str, int] = {}
+    for _, _, terms in pool:
+        for term in terms & wanted:
+            frequency[term] = frequency.get(term, 0) + 1
+    idf = {t: math.log(1 + count / n) for t, n in frequency.items()}
+    needed = min(3, max(1, round(0.2 * len(wanted))))
+    scored: list[AnswerLine] = []
+    for order, (index, unit, terms) in enumerate(pool):
+        matched = terms & wanted
+        if len(matched) < needed:
+            continue
+        score = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) / (1 + len(terms) / LENGTH_TERMS)
+        if amount and not _FIGURE.search(unit.text):
+            score *= FIGURELESS
+        score *= 1 - RANK_DECAY * index
+        scored.append(AnswerLine(unit, index, score, order))
+    if not scored:
+        return []
+    scored.sort(key=lambda line: -line.score)
+    best = scored[0].score
+    return [line for line in scored if line.score >= NEAR_BEST * best][:limit]

@@ -1,0 +1,121 @@
+"""Search-only answers that answer (issue 34): the lines of the best passages that answer the
+question come first — the table row with its header, the list item, the sentence with the asked
+figure — quoted with their section and source number, under exactly one lead-in line."""
+
+from __future__ import annotations
+
+from agent.capabilities.knowledge import ANSWERED, BORDERLINE, UNANSWERABLE, WEAK, compose, lead_in
+from agent.knowledge.answer_lines import answer_lines, asks_for_amount, units
+from agent.knowledge.search import Passage
+from agent.prompts import default_prompts
+from agent.tools.base import ToolResult
+
+PERMITS = """# Building permits
+
+Willamette Valley Development Services issues building permits for six cities. Trade permits
+have their own pages.
+
+## Fees
+
+Fees are based on the total valuation of the work.
+
+| Total valuation | Permit fee |
+|---|---|
+| $1 to $2,000 | $95 (minimum fee) |
+| $2,001 to $25,000 | $95 for the first $2,000, plus $11.50 for each additional $1,000 |
+
+- **Plan review fee:** 65% of the building permit fee, paid when the application is submitted.
+- **Technology fee:** 4% of the permit fee. It pays for PermitLink and is never refunded.
+"""
+
+INCOME = ("**A4:** A family of 5 with bi-weekly income must earn no more than $4,106 per pay period to remain "
+          "eligible for the program in Board Contract Year 2026. This corresponds to an annual income limit of "
+          "$106,768. Families report income changes to their workforce board.")
+
+
+def passage(text: str, section: str = "Fees", source: str = "building-permits.md") -> Passage:
+    return Passage(text=text, source=source, title=source, section=section, score=1.0, url="https://docs.example/p")
+
+
+def test_a_passage_is_cut_into_sentences_items_and_rows_never_headings():
+    kinds = [(u.kind, u.text[:20]) for u in units(PERMITS)]
+    assert ("row", "$1 to $2,000 | $95 (") in kinds and ("item", "**Plan review fee:**") in kinds
+    assert not any("Building permits" == text for _, text in kinds)
+    row = next(u for u in units(PERMITS) if u.kind == "row")
+    assert row.table is not None and row.table.header == ("Total valuation", "Permit fee")
+
+
+def test_the_row_that_answers_comes_first_with_its_header():
+    [best, *_] = answer_lines("plan review fee percent", [passage(PERMITS)])
+    assert best.unit.text.startswith("**Plan review fee:**")
+    lines = answer_lines("permit fee for $2,001 to $25,000 valuation", [passage(PERMITS)])
+    assert lines[0].unit.kind == "row" and "$11.50" in lines[0].unit.text
+
+
+def test_an_amount_question_is_answered_by_the_sentence_with_the_figure():
+    lines = answer_lines("family of 5 paid biweekly max income?", [passage(INCOME, "Q4")])
+    assert "$4,106" in lines[0].unit.text
+    assert asks_for_amount("cuánto cuesta el permiso") and asks_for_amount("phí bao nhiêu")
+    assert not asks_for_amount("who signs the application form")
+
+
+def test_no_answer_lines_when_no_unit_holds_the_question_s_terms():
+    assert answer_lines("parking garage opening hours", [passage(INCOME, "Q4")]) == []
+
+
+def test_answer_lines_come_first_quoted_with_section_and_source_under_one_lead_in():
+    found = [passage("Unrelated text about inspections.", "Inspections", "inspections.md"), passage(INCOME, "Q4: Income")]
+    text = compose(ToolResult(text="", data=found), default_prompts(), query="family of 5 biweekly max income").text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0] == default_prompts().render(ANSWERED)
+    assert lines[1].startswith("> ") and "$4,106" in lines[1] and "Q4: Income" in lines[1] and lines[1].endswith("[2]")
+    assert "(https://docs.example/p)" in lines[1]  # the section links to the source
+    assert sum(line in {default_prompts().render(n) for n in (ANSWERED, WEAK, BORDERLINE, UNANSWERABLE)}
+               for line in lines) == 1
+
+
+def test_the_answering_rows_show_as_a_table_with_their_header():
+    text = compose(ToolResult(text="", data=[passage(PERMITS)]), default_prompts(),
+                   query="permit fee for $2,001 to $25,000").text
+    head = text.split("**[1]**")[0]
+    assert "| Total valuation | Permit fee |" in head and "$11.50" in head and "— *[Fees]" in head
+
+
+def test_one_lead_in_chosen_from_the_evidence():
+    strong, weak = ToolResult(text=""), ToolResult(text="", weak_evidence=True)
+    assert lead_in(strong) == ANSWERED
+    assert lead_in(weak) == WEAK
+    assert lead_in(strong, borderline=True) == BORDERLINE
+    assert lead_in(weak, borderline=True, unanswerable=True) == UNANSWERABLE
+    text = compose(ToolResult(text="", data=[passage(INCOME)]), default_prompts(), query="income",
+                   lead=BORDERLINE).text
+    assert text.startswith(default_prompts().render(BORDERLINE))
+    assert default_prompts().render(ANSWERED) not in text  # "may be outside…" then "Here are…": never both
+
+
+def test_a_question_in_a_q_and_a_page_is_never_its_answer_line():
+    page = ("**Q6: How does the waiting list work for child care services?**\n\n"
+            "**A:** Boards contact families on the waiting list every 90 days and remove them after "
+            "10 business days without a response.")
+    [best] = answer_lines("how does the waiting list work", [passage(page, "Q6")])[:1]
+    assert best.unit.text.startswith("**A:**") and "90 days" in best.unit.text
+
+
+def test_a_passage_is_shown_from_the_section_it_is_filed_under():
+    from agent.capabilities.knowledge import from_section
+
+    chunk = "**Health insurance**\n\nCoverage starts on day one.\n\n**401(k)**\n\nThe company matches up to 5% of salary."
+    assert from_section(chunk, "Benefits > 401(k)").startswith("**401(k)**")
+    assert from_section(chunk, "Elsewhere") == chunk
+    text = compose(ToolResult(text="", data=[passage(chunk, "Benefits > 401(k)", "benefits.md")]), default_prompts(),
+                   query="retirement plan").text
+    assert text.split("**[1]**", 1)[1].split("\n\n", 2)[1] == "**401(k)**"
+
+
+def test_the_question_s_own_figures_pick_the_line_even_written_per_month():
+    page = ("**A9:** For a family of 5, the BCY2025 PSOC chart covers monthly incomes from $499 to $8,481.\n\n"
+            "**A3:** For a family of 3 with a monthly income of $2,890, the weekly PSOC is $30 for the first child "
+            "and $4 for the second, totaling $34 per week.")
+    [best, *_] = answer_lines("under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?",
+                              [passage(page, "PSOC")])
+    assert "$34 per week" in best.unit.text
