@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +184,17 @@ class PromptSet:
     def render(self, name: str, **values: Any) -> str:
         return self.get(name).render(**values)
 
+    @cached_property
+    def _fixed_lines(self) -> dict[str, str]:
+        """English text -> name of each fixed line people read (no variables)."""
+        return {p.render(): name for name, p in self.prompts.items() if p.translate and not p.variables}
+
+    def said(self, line: str) -> str:
+        """A fixed English line handed over as text (a tool's progress line) in the language being
+        spoken: the message whose English text it is, translated; any other line as it is."""
+        name = self._fixed_lines.get(line)
+        return self.render(name) if name is not None else line
+
     def text(self, prompt: str, /, **values: Any) -> str:
         """Render `prompt`, from the packaged prompts when this set lacks it (a prompts_dir written
         before the prompt existed keeps working)."""
@@ -274,6 +285,7 @@ REQUIRED: dict[str, set[str]] = {
     "clarification": set(),
     "no_provider": {"model", "env_hint"},
     "search_only_header": set(),
+    "searching_knowledge": set(),
     "revisit_note": {"document"},
     "revisit_note_ask_again": {"document"},
     "search_only_empty": set(),

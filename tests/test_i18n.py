@@ -173,8 +173,14 @@ def search_only_settings(tmp_path, **overrides) -> Settings:
 async def test_search_only_answers_and_refusals_are_in_the_askers_language(kb_runtime, tmp_path):
     service = Askdesk(search_only_settings(tmp_path), kb_runtime, state=MemoryState())
     try:
-        es = await service.answer(AskRequest(text=ES_QUESTION, thread_id="es"))
+        lines: list[str] = []
+
+        async def progress(line: str) -> None:
+            lines.append(line)
+
+        es = await service.answer(AskRequest(text=ES_QUESTION, thread_id="es"), progress)
         assert es.language == "es" and es.route == "knowledge"
+        assert lines == ["Buscando en la base de conocimientos…"]  # the tool's progress line too
         assert es.answer.startswith(said("search_only_header", "es")) and "pasajes" in es.answer
         assert es.notice is not None and es.notice.startswith("No hay ningún modelo de lenguaje configurado")
         follow_up = await service.answer(AskRequest(text="DS-160?", thread_id="es"))  # short: the thread's language
@@ -184,7 +190,9 @@ async def test_search_only_answers_and_refusals_are_in_the_askers_language(kb_ru
         assert vi.language == "vi" and vi.answer.startswith("Đây là những đoạn liên quan nhất trong tài liệu:")
         assert vi.notice is not None and vi.notice.startswith("Chưa cấu hình mô hình ngôn ngữ")
 
-        en = await service.answer(AskRequest(text="Do I need a license for a short-term rental?", thread_id="en"))
+        en = await service.answer(AskRequest(text="Do I need a license for a short-term rental?", thread_id="en"),
+                                  progress)
+        assert lines[-1] == "Searching the knowledge base…"
         assert en.language == "en" and en.answer.startswith("Here are the most relevant passages")
 
         # off topic: the refusal in the asker's language, naming the documents written in it

@@ -157,5 +157,5 @@ def make_tool(runtime: "Runtime", *, collection: str | None = None) -> Tool:
         name="get_formatted_context",
         args_model=ContextArgs,
         fn=run,
-        progress="Searching the knowledge base…",
+        progress="Searching the knowledge base…",  # = prompts' `searching_knowledge`, said in the asker's language
     )

@@ -189,7 +189,8 @@ class Askdesk:
         if input_problem(ctx, text, files=bool(req.attachments)) is None:
             span = self.tracer.turn("askdesk turn", {"text": text},
                                     metadata={"thread_id": req.thread_id, "surface": req.surface})
-        turn = Turn(request=req, text=text, progress=progress, span=span, retrieval=Retrieval(ctx.knowledge, span),
+        turn = Turn(request=req, text=text, progress=spoken(progress, ctx.prompts), span=span,
+                    retrieval=Retrieval(ctx.knowledge, span),
                     answer_text=AnswerText(on_text if self.settings.stream_answers else None))
         if ctx.models.router is not None and self.settings.translate_queries:  # the query in the base's other languages
             turn.retrieval.model = CountedModel(ctx.models.router, turn.ledger)
@@ -288,3 +289,15 @@ class Askdesk:
 
             forget_expected(self.settings, name)
         return removed
+
+
+def spoken(progress: ProgressFn | None, prompts: PromptSet) -> ProgressFn | None:
+    """The surface's progress callback, each fixed line said in the turn's language (a tool's
+    "Searching the knowledge base…" is one of the prompts' messages)."""
+    if progress is None:
+        return None
+
+    async def say(line: str) -> None:
+        await progress(prompts.said(line))
+
+    return say
