@@ -48,10 +48,15 @@ class QueryTranslation(BaseModel):
     translations: list[Translated] = Field(default_factory=list)
 
 
-def target_languages(runtime: "Runtime", query: str, collection: str | None = None) -> list[str]:
-    """The languages the collection holds besides the query's own (none for a one-language base)."""
+async def target_languages(runtime: "Runtime", query: str, collection: str | None = None) -> list[str]:
+    """The languages the collection holds besides the query's own (none for a one-language base),
+    from its vocabulary (loaded once, kept current), not its statistics file read per question."""
+    from agent.knowledge.vocabulary import vocabulary
+
     own = detect_language(query)
-    return [lang for lang in kb_languages.held(runtime.settings, collection) if lang != own]
+    langs = (await vocabulary(runtime, collection)).langs
+    return [lang for lang, _ in sorted(langs.items(), key=lambda kv: (-kv[1], kv[0]))
+            if lang not in (own, kb_languages.UNDETERMINED)]
 
 
 async def translate_query(model: "Model", prompts: "PromptSet", query: str, languages: list[str]) -> list[Translated]:
@@ -79,7 +84,7 @@ async def translations(runtime: "Runtime", model: "Model | None", prompts: "Prom
     """(language, query in it) for each other language the collection holds; [] without a model."""
     if model is None:
         return []
-    languages = target_languages(runtime, query, collection)
+    languages = await target_languages(runtime, query, collection)
     said = await translate_query(model, prompts, query, languages)
     return [(item.lang, item.query) for item in said]
 
