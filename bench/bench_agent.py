@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from bench.openai_stub import OpenAIStub
 
 import agent.tools.formatted_context as formatted_context
@@ -46,6 +45,7 @@ from agent.providers.function import FunctionModel
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest, ServiceModels
 from agent.turn.stages import STAGES
+from agent.yamlio import safe_load
 from bench.variants import ROUTER_FIRST, ROUTER_NO_PREFETCH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ async def main() -> None:
 
     for name in [n for n in os.environ if n.startswith(("OPENAI_", "GROQ_", "GEMINI_", "GOOGLE_", "LANGSMITH_", "LANGCHAIN_"))]:
         del os.environ[name]  # never reach a real provider or LangSmith from a benchmark
-    dev = yaml.safe_load(DEV.read_text(encoding="utf-8"))
+    dev = safe_load(DEV.read_text(encoding="utf-8"))
     questions = [item["question"] for item in dev["retrieval"]]
     runtime = await prepare(Settings(data_dir=DATA))
     try:

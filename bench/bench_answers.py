@@ -25,7 +25,6 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
 
 from agent.capabilities.knowledge import KnowledgeCapability, compose, shown
 from agent.config import Settings
@@ -34,6 +33,7 @@ from agent.knowledge.ingest import ingest
 from agent.prompts import default_prompts
 from agent.runtime import Runtime
 from agent.tables import Table, blocks, tables
+from agent.yamlio import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 _DELIMITER = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -123,7 +123,7 @@ async def organisation(name: str, data: Path) -> dict:
         await ingest(runtime, [kb])
         print(f"{name}: ingested", file=sys.stderr, flush=True)
         capability = KnowledgeCapability(runtime)
-        items = (yaml.safe_load((ROOT / "examples" / org / "eval" / {**EVALS, **HELD_OUT}[name]).read_text()) or {}).get("retrieval", [])
+        items = (safe_load((ROOT / "examples" / org / "eval" / {**EVALS, **HELD_OUT}[name]).read_text()) or {}).get("retrieval", [])
         prompts = default_prompts()
         row = {"org": name, "kb_tables": kb_tables, "questions": len(items), "table_before": 0, "table_after": 0,
                "broken_before": 0, "broken_after": 0, "first3_before": 0, "first3_after": 0}

@@ -28,13 +28,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from agent.config import Settings
 from agent.registry.declaration import load_declaration
 from agent.registry.records import ParsedRows
 from agent.registry.registry import Registry
 from agent.runtime import Runtime
+from agent.yamlio import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--large-reps", type=int, default=3, help="reps for sizes of 50,000 and more (slow in embedded mode)")
     opts = ap.parse_args()
-    queries = [item["query"] for item in yaml.safe_load(DEV.read_text(encoding="utf-8"))["facility"]]
+    queries = [item["query"] for item in safe_load(DEV.read_text(encoding="utf-8"))["facility"]]
     rows = []
     for size in [int(s) for s in opts.sizes.split(",")]:
         print(f"… {size} facilities", file=sys.stderr, flush=True)

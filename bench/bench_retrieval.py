@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
 
 from agent.config import Settings
 from agent.evaluation.retrieval import rank_items, score
 from agent.knowledge.ingest import ingest
 from agent.runtime import Runtime
+from agent.yamlio import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def collection_for(spec: str) -> str:
 
 
 async def run(embedders: list[str], data_dir: Path, dev: Path) -> list[dict]:
-    items = yaml.safe_load(dev.read_text(encoding="utf-8"))["retrieval"]
+    items = safe_load(dev.read_text(encoding="utf-8"))["retrieval"]
     rows = []
     for spec in embedders:
         settings = Settings(data_dir=data_dir, embedder=spec)

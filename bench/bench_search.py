@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 from qdrant_client import AsyncQdrantClient, models
 
 from agent.config import Settings
@@ -38,6 +37,7 @@ from agent.knowledge.sparse import bm25_document, bm25_query
 from agent.knowledge.store import DENSE, SPARSE
 from agent.runtime import Runtime
 from agent.store.server import to_qdrant  # the seam's models (bm25 vectors, fusion) for the client
+from agent.yamlio import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--large-reps", type=int, default=1, help="repetitions of the 30 queries at synthetic sizes")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "results" / "kb")
     args = parser.parse_args()
-    questions = [item["question"] for item in yaml.safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
+    questions = [item["question"] for item in safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
 
     rows = asyncio.run(sample_kb(questions, args.reps, args.data_dir))
     builds = {}

@@ -48,7 +48,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: bench/ is importable
@@ -61,10 +60,11 @@ from agent.knowledge.sparse import bm25_document  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.state.memory import MemoryState  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
+from agent.yamlio import safe_load
 from bench.synthetic import build_kb, du, mb, pct, print_table  # noqa: E402
 
 DEV = ROOT / "examples" / "texas-childcare" / "eval" / "dev.yaml"
-QUESTIONS = [q["question"] for q in yaml.safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
+QUESTIONS = [q["question"] for q in safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]]
 INGEST_EVERY = 0.2  # seconds between two other-process ingests in the `saved` window
 
 

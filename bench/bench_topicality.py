@@ -22,7 +22,6 @@ import statistics
 import time
 from pathlib import Path
 
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +37,7 @@ from agent.state.memory import MemoryState  # noqa: E402
 from agent.turn.service import Askdesk  # noqa: E402
 from agent.understanding.domain import load_domain  # noqa: E402
 from agent.understanding.gate import TopicCheck  # noqa: E402
+from agent.yamlio import safe_load
 
 SAMPLES = {
     "texas-childcare": (ROOT / "examples" / "texas-childcare", ["dev.yaml", "calibration.yaml", "fresh4.yaml",
@@ -50,7 +50,7 @@ def messages(root: Path, files: list[str]) -> list[tuple[str, list[str]]]:
     """Every message of the development sets, with the thread before it."""
     out: dict[str, tuple[str, list[str]]] = {}
     for name in files:
-        data = yaml.safe_load((root / "eval" / name).read_text(encoding="utf-8")) or {}
+        data = safe_load((root / "eval" / name).read_text(encoding="utf-8")) or {}
         for item in (data.get("retrieval") or []) + (data.get("offtopic") or []) + (data.get("routes") or []):
             out.setdefault(item["question"] + "|".join(item.get("thread") or []),
                            (item["question"], list(item.get("thread") or [])))

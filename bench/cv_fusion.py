@@ -21,7 +21,6 @@ import random
 import sys
 from pathlib import Path
 
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +31,7 @@ from agent.evaluation.retrieval import rank_items, score  # noqa: E402
 from agent.knowledge.embed_cache import CACHE_FILE, SEED_FILE, EmbeddingCache  # noqa: E402
 from agent.knowledge.ingest import ingest  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
+from agent.yamlio import safe_load
 
 EXAMPLES = ROOT / "examples" / "texas-childcare"
 DEV = EXAMPLES / "eval" / "dev.yaml"
@@ -78,7 +78,7 @@ async def main(args) -> None:
     try:
         report = await ingest(runtime, [EXAMPLES / "kb"])
         print(f"ingest: {report.summary()}", file=sys.stderr)
-        items = yaml.safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]
+        items = safe_load(DEV.read_text(encoding="utf-8"))["retrieval"]
         ids = [str(i["id"]) for i in items]
         table = {}
         for k in KS:
@@ -107,7 +107,7 @@ async def main(args) -> None:
         chosen = _pick(table, ids)
         print(f"\npicked on the whole dev set: RRF k={chosen[0]}, BM25 weight={chosen[1]} (default k={DEFAULT[0]}, w={DEFAULT[1]})")
         if args.heldout:
-            held = yaml.safe_load(Path(args.heldout).read_text(encoding="utf-8"))["retrieval"]
+            held = safe_load(Path(args.heldout).read_text(encoding="utf-8"))["retrieval"]
             hids = [str(i["id"]) for i in held]
             for name, (k, w) in (("picked", chosen), ("default", DEFAULT)):
                 mrr, r5 = _metric(await _ranks_for(runtime, held, k, w), hids)

@@ -12,7 +12,6 @@ import json
 import logging
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from agent.config import Settings
@@ -21,6 +20,7 @@ from agent.state.sqlite import SQLiteState
 from agent.messages import ChatMessage
 from agent.runtime import Runtime
 from agent.turn.service import Askdesk, AskRequest
+from agent.yamlio import safe_load
 from tests.conftest import REPO, SAMPLE_FACILITIES, SAMPLE_KB, DEV_EVAL, seed_embeddings
 from tests.knowledge_fixtures import DEMO_REGISTRY, eval_run, ingest_demo_registry, registry_subset, service_on
 
@@ -283,7 +283,7 @@ async def test_bad_input_and_store_outage_get_clear_messages(kb, tmp_path):
 async def test_eval_offtopic_and_conversations_sections(kb):
     from agent.evaluation import conversations, offtopic
 
-    dev = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
+    dev = safe_load(DEV_EVAL.read_text(encoding="utf-8"))
     # this KB holds a few of the sample files: questions about the others ARE off-topic here
     on_topic = [q for q in dev["retrieval"] if q["file"] in KB_FILES]
     async with service_on(kb) as service:

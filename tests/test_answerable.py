@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agent.providers.function import ScriptedModel
 from agent.providers.models import ServiceModels
 from agent.runtime import Runtime
 from agent.turn.service import AskRequest
+from agent.yamlio import safe_load
 from tests.fakes.steps import final
 from tests.knowledge_fixtures import service_on
 
@@ -29,11 +29,11 @@ async def full_kb(kb_settings):
 
 
 def dev_questions() -> list[str]:
-    return [q["question"] for q in yaml.safe_load((EVAL / "dev.yaml").read_text())["retrieval"]]
+    return [q["question"] for q in safe_load((EVAL / "dev.yaml").read_text())["retrieval"]]
 
 
 def tuning_unanswerable() -> list[str]:
-    return [q["question"] for q in yaml.safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]]
+    return [q["question"] for q in safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]]
 
 
 async def test_no_answerable_dev_question_is_marked_and_tuning_gaps_are_said_plainly(full_kb):
@@ -116,9 +116,9 @@ async def test_the_unanswerable_eval_section_scores_precision_and_recall_against
     counted against the same file's `retrieval` questions (the documents answer those)."""
     from agent.evaluation import EvalRun, unanswerable
 
-    data = yaml.safe_load((EVAL / "dev.yaml").read_text())
+    data = safe_load((EVAL / "dev.yaml").read_text())
     data = {"retrieval": data["retrieval"][:6],
-            "unanswerable": yaml.safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]}
+            "unanswerable": safe_load((EVAL / "answerable-tune.yaml").read_text())["unanswerable"]}
     async with service_on(full_kb) as service:
         result = await unanswerable.evaluate(data["unanswerable"], EvalRun(service, 5, data))
     assert result["n"] == 12 and result["n_answerable"] == 6 and result["answerable_marked"] == []

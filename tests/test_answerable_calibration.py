@@ -18,6 +18,7 @@ from agent.knowledge import calibration as cal
 from agent.knowledge.answerable_calibration import (MAX_WORDS, MIN_EACH, WORDS, AnswerableCalibration, best, fit,
                                                     pseudo_question)
 from agent.understanding.answerable import unanswerable
+from agent.yamlio import safe_load
 from bot.cli import app
 
 HR = Path(__file__).resolve().parent.parent / "examples" / "hr-it-handbook"
@@ -119,8 +120,8 @@ def test_ingest_calibrates_the_judgement_and_eval_reports_its_precision_and_reca
     remeasured = json.loads(result.stdout)["calibration"]["answerable"]
     assert remeasured.pop("seconds") >= 0 and remeasured == {k: v for k, v in measured.items() if k != "seconds"}
 
-    tune = yaml.safe_load((HR / "eval" / "answerable-tune.yaml").read_text())["unanswerable"]
-    answered = yaml.safe_load((HR / "eval" / "eval.yaml").read_text())["retrieval"]
+    tune = safe_load((HR / "eval" / "answerable-tune.yaml").read_text())["unanswerable"]
+    answered = safe_load((HR / "eval" / "eval.yaml").read_text())["retrieval"]
     eval_file = hr_deployment / "gaps.yaml"
     eval_file.write_text(yaml.safe_dump({"retrieval": answered, "unanswerable": tune}), encoding="utf-8")
     result = CliRunner().invoke(app, ["eval", str(eval_file), "--json"])

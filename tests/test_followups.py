@@ -5,16 +5,16 @@ Threads from examples/texas-childcare/eval/fresh3.yaml (written before the chang
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from agent.evaluation import conversations
 from agent.messages import ChatMessage
 from agent.understanding.wording import heuristic_rewrite, own_terms
 from agent.understanding.classify import context_weight
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 from tests.knowledge_fixtures import open_runtime, service_on
 
-FRESH3 = yaml.safe_load((REPO / "examples" / "texas-childcare" / "eval" / "fresh3.yaml").read_text(encoding="utf-8"))
+FRESH3 = safe_load((REPO / "examples" / "texas-childcare" / "eval" / "fresh3.yaml").read_text(encoding="utf-8"))
 THREADS = {c["id"]: c for c in FRESH3["conversations"]}
 
 

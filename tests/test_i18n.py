@@ -28,6 +28,7 @@ from agent.runtime import Runtime
 from agent.state.memory import MemoryState
 from agent.turn.service import Askdesk
 from agent.understanding.identity import CapabilitiesError, check_capabilities
+from agent.yamlio import safe_load
 from tests.conftest import seed_embeddings
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, FakeSlackAPI, SlackHarness
 from tests.fakes.teams_connector import FakeTeamsConnector, TeamsHarness, personal_conversation
@@ -66,7 +67,7 @@ def test_every_text_people_read_has_a_translation_in_each_shipped_language(lang)
 def test_a_missing_translation_is_reported_and_said_in_english(tmp_path):
     shutil.copytree(REPO / "prompts", tmp_path / "prompts", ignore=shutil.ignore_patterns("__*"))
     es = tmp_path / "prompts" / "i18n" / "es.yaml"
-    texts = yaml.safe_load(es.read_text(encoding="utf-8"))
+    texts = safe_load(es.read_text(encoding="utf-8"))
     del texts["sources_heading"]
     es.write_text(yaml.safe_dump(texts, allow_unicode=True), encoding="utf-8")
     prompts = load_prompts(tmp_path / "prompts")

@@ -4,17 +4,17 @@ the dev set's retrieval questions exactly as `askdesk eval` does."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from agent.evaluation import retrieval
 from agent.knowledge.ingest import ingest
+from agent.yamlio import safe_load
 from tests.conftest import SAMPLE_KB, DEV_EVAL
 from tests.knowledge_fixtures import open_runtime
 
 
 @pytest.mark.timeout(900)  # embeds ~570 chunks once (about a minute on 2 idle cores; shared CI runners vary)
 async def test_dev_set_retrieval_on_the_full_sample_kb(kb_settings):
-    items = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))["retrieval"]
+    items = safe_load(DEV_EVAL.read_text(encoding="utf-8"))["retrieval"]
     async with open_runtime(kb_settings) as rt:
         result = await retrieval.evaluate(items, rt, top_k=5)
         print("\n" + retrieval.render(result))

@@ -13,6 +13,7 @@ from agent.registry import registry as registry_module
 from agent.registry.declaration import load_declaration, parse_declaration
 from agent.registry.registry import Registry
 from agent.runtime import Runtime
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 
 OFFICE = REPO / "examples" / "hr-it-handbook" / "registries" / "office.yaml"
@@ -179,8 +180,6 @@ EDGE_CASES = [
 
 def sample_messages() -> list[str]:
     """Every text of the samples' eval sets (questions, searches, thread turns), and the edge cases."""
-    import yaml
-
     found: list[str] = []
 
     def walk(value) -> None:
@@ -194,7 +193,7 @@ def sample_messages() -> list[str]:
                 walk(item)
 
     for path in sorted(REPO.glob("examples/*/eval/*.yaml")):
-        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+        walk(safe_load(path.read_text(encoding="utf-8")))
     return [*dict.fromkeys(found), *EDGE_CASES]
 
 

@@ -11,7 +11,6 @@ from datetime import datetime
 
 import pytest
 import pytest_asyncio
-import yaml
 import zipcodes
 
 from agent.capabilities.base import Capability
@@ -21,6 +20,7 @@ from agent.prompts import default_prompts
 from agent.registry.command import CommandRunner
 from agent.runtime import Runtime
 from agent.tools.base import ToolRegistry
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 
 HR = REPO / "examples" / "hr-it-handbook"
@@ -202,7 +202,7 @@ async def test_prefetch_and_search_only_answer(office):
 
 
 async def test_eval_section(office):
-    items = yaml.safe_load((HR / "eval" / "offices.yaml").read_text(encoding="utf-8"))["office"]
+    items = safe_load((HR / "eval" / "offices.yaml").read_text(encoding="utf-8"))["office"]
     section = office.eval_sections()["office"]
     result = await section.evaluate(items, None)
     assert result["failures"] == [] and result["passed"] == len(items) == 8

@@ -10,6 +10,7 @@ import yaml
 
 from agent.registry.declaration import load_declaration
 from agent.registry.records import RecordSchema, RegistryFormatError
+from agent.yamlio import safe_load
 from tests.conftest import REPO, SAMPLE_FACILITIES
 
 DEMO = REPO / "examples" / "texas-childcare" / "registries" / "facility.yaml"
@@ -91,7 +92,7 @@ def test_bad_rows_are_reported_with_line_numbers_and_skipped():
 
 def test_another_registrys_headers_are_its_declaration_not_code(tmp_path):
     """A registry with other headers loads by changing the columns in its YAML."""
-    data = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
+    data = safe_load(DEMO.read_text(encoding="utf-8"))
     renamed = {"operation_number": "License", "name": "Facility Name", "city": "Town", "zip": "Postal",
                "county": "Parish", "ages": "Ages", "hours": "Open", "capacity": "Max", "accredited": "Accredited?"}
     fields = {n: f if isinstance(f, dict) else {"type": f} for n, f in data["fields"].items()}  # `phone: text`

@@ -4,7 +4,6 @@ topic judge). The off-topic decision by meaning runs for real in tests/test_topi
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from agent.capabilities.base import Capabilities, Found
 from agent.capabilities.knowledge import KnowledgeCapability
@@ -20,11 +19,12 @@ from agent.understanding.gate import TopicVerdict
 from agent.understanding.identity import Identity
 from agent.understanding.route import Clarify, Greet, Refuse, Use
 from agent.understanding.wording import classify_rules, heuristic_rewrite, is_followup
+from agent.yamlio import safe_load
 from tests.conftest import DEV_EVAL, REPO
 from tests.knowledge_fixtures import demo_registry_capability
 from tests.fakes.steps import route as route_step
 
-DEV = yaml.safe_load(DEV_EVAL.read_text(encoding="utf-8"))
+DEV = safe_load(DEV_EVAL.read_text(encoding="utf-8"))
 TEXAS = [demo_registry_capability()]
 
 

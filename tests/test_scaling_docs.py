@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import re
 
-import yaml
 
 from agent.config import Settings
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 
 COMPOSE = REPO / "examples" / "compose" / "compose.yaml"
 
 
 def test_compose_runs_two_replicas_on_shared_postgres_and_qdrant():
-    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    compose = safe_load(COMPOSE.read_text(encoding="utf-8"))
     services = compose["services"]
     replicas = [s for name, s in services.items() if name.startswith("askdesk")]
     assert len(replicas) == 2 and {"postgres", "qdrant"} <= set(services)

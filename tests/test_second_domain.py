@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import yaml
 
 from agent.config import Settings
 from agent.evaluation import conversations, offtopic, retrieval
 from agent.knowledge.ingest import ingest
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 from tests.knowledge_fixtures import eval_run, open_runtime, service_on
 
@@ -34,7 +34,7 @@ def hr_settings(tmp_path_factory) -> Settings:
 
 @pytest.mark.timeout(900)
 async def test_hr_handbook_eval_sections(hr_settings):
-    data = yaml.safe_load((HR / "eval" / "eval.yaml").read_text(encoding="utf-8"))
+    data = safe_load((HR / "eval" / "eval.yaml").read_text(encoding="utf-8"))
     async with open_runtime(hr_settings) as rt, service_on(rt) as service:
         ret = await retrieval.evaluate(data["retrieval"], rt, top_k=5)
         off = await offtopic.evaluate(data["offtopic"], eval_run(service, data))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
-import yaml
 
 from agent.config import Settings
 from agent.evaluation import offtopic
@@ -19,6 +18,7 @@ from agent.knowledge.vocabulary import Vocabulary
 from agent.messages import ChatMessage
 from agent.understanding import gate
 from agent.understanding.domain import Domain
+from agent.yamlio import safe_load
 from tests.conftest import REPO
 from tests.knowledge_fixtures import eval_run, open_runtime, service_on
 
@@ -26,7 +26,7 @@ TEXAS = REPO / "examples" / "texas-childcare"
 
 
 def _load(name: str) -> dict:
-    return yaml.safe_load((TEXAS / "eval" / name).read_text(encoding="utf-8"))
+    return safe_load((TEXAS / "eval" / name).read_text(encoding="utf-8"))
 
 
 async def test_dev_and_calibration_sets_route_by_meaning(kb_settings):

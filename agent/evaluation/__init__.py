@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from agent.evaluation import offtopic, routes, unanswerable
+from agent.yamlio import safe_load
 
 
 @dataclass
@@ -42,7 +42,7 @@ CORE_SECTIONS = {"offtopic": _Core(offtopic), "routes": _Core(routes), "unanswer
 
 
 def load_eval_file(path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    data = safe_load(Path(path).read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
     return data

@@ -29,6 +29,7 @@ import yaml
 from agent.clock import Clock, SystemClock
 from agent.knowledge.ingest import IngestReport, ingest
 from agent.learned import LearnedAnswer, Owner, Status
+from agent.yamlio import safe_load
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -71,7 +72,7 @@ def parse(path: Path) -> LearnedAnswer:
     found_meta = FRONT_MATTER.match(text)
     if found_meta:
         try:
-            loaded = yaml.safe_load(found_meta.group(1))
+            loaded = safe_load(found_meta.group(1))
         except yaml.YAMLError:
             loaded = None
         meta = loaded if isinstance(loaded, dict) else {}

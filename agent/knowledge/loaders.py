@@ -31,6 +31,7 @@ from agent.knowledge.documents import (  # noqa: F401  (part of this module's AP
     LoadError,
     title_from_name,
 )
+from agent.yamlio import safe_load
 
 # pypdf reports recoverable damage ("incorrect startxref pointer") as log warnings: without
 # logging configured Python prints them bare on stderr, between our progress lines. A file
@@ -101,7 +102,7 @@ def _load_markdown(path: Path, source: str, data: bytes) -> Document:
         import yaml
 
         try:
-            meta = yaml.safe_load(fm.group(1)) or {}
+            meta = safe_load(fm.group(1)) or {}
         except yaml.YAMLError:
             meta = {}
         if isinstance(meta, dict):

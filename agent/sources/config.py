@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from agent.sources.base import Source, SourceConfig
+from agent.yamlio import safe_load
 
 if TYPE_CHECKING:
     from agent.config import Settings
@@ -37,7 +38,7 @@ def load_sources(settings: "Settings", kinds: dict[str, type[Source]] | None = N
             raise SourcesFileError(f"{path}: no such file (ASKDESK_SOURCES)")
         return []
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise SourcesFileError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
     entries = raw.get("sources") if isinstance(raw, dict) else None
@@ -91,7 +92,7 @@ def declared_audiences(settings: "Settings") -> tuple[list[str] | str, ...]:
 @lru_cache(maxsize=8)
 def _audiences(path: str, changed: int) -> tuple[list[str] | str, ...]:
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        raw = safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return ()
     entries = raw.get("sources") if isinstance(raw, dict) else None
