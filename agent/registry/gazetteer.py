@@ -59,9 +59,9 @@ class Gazetteer:
 
     def _build(self) -> dict[str, dict[str, Centroid]]:
         levels: dict[str, dict[str, Centroid]] = {level: {} for level in LEVEL_FIELDS}
-        wanted = set(self.states)
-        rows = zipcodes.filter_by(state=self.states[0]) if len(wanted) == 1 else \
-            [z for z in zipcodes.list_all() if z.get("state") in wanted]
+        # one state at a time: `list_all()` would turn all 42,000 US codes into Python dicts and
+        # keep them for the process's life (about 100 MB)
+        rows = (z for state in dict.fromkeys(self.states) for z in zipcodes.filter_by(state=state))
         for z in rows:
             try:
                 lat, lon = float(z["lat"]), float(z["long"])
