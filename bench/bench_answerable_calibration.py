@@ -43,7 +43,8 @@ async def measure(kb: Path, cache: Path | None) -> dict:
                                                        close_pct=calibration.CLOSE_PCT, categories=ex.kinds)
             gate_s = time.perf_counter() - started
             cuts = await answerable_calibration.calibrate(runtime, settings.collection, gate.to_json(),
-                                                          measure=calibration.centered)
+                                                          measure=calibration.centered,
+                                                          embed=calibration.embed_queries)
         finally:
             await runtime.close()
     return {"kb": kb.parent.name if kb.name == "kb" else kb.name, "chunks": report.chunks, "ingest_s": report.seconds,

@@ -25,7 +25,7 @@ import logging
 import random
 import re
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 # each point's centered similarity to a query vector, given the calibration's centers
 Centered = Callable[[list[float], list[Any], dict[str, Any]], list["float | None"]]
+Embed = Callable[["Runtime", list[str]], Awaitable[np.ndarray]]
 
 log = logging.getLogger(__name__)
 
@@ -164,27 +165,29 @@ def _excluding(flt: models.Filter | None, ids: list[Any]) -> models.Filter:
 
 
 async def calibrate(runtime: "Runtime", collection: str, centers: dict[str, Any], *, measure: "Centered",
-                    sample: int = SAMPLE, seed: int = SEED) -> AnswerableCalibration:
+                    embed: "Embed", sample: int = SAMPLE, seed: int = SEED) -> AnswerableCalibration:
     """Measure the collection's pseudo-questions (`centers`: its calibration's passage and query
-    centers; `measure`: the gate's centered similarity, agent/knowledge/calibration.py `centered`,
-    handed in by the calibration that calls this) and fit the cut per language; one with no
-    language judged when it has too few."""
+    centers; `measure`: the gate's centered similarity, and `embed`: its cached query vectors,
+    agent/knowledge/calibration.py `centered` and `embed_queries`, handed in by the calibration
+    that calls this) and fit the cut per language; one with no language judged when it has too
+    few."""
     started = time.perf_counter()
     rng = random.Random(seed)
     metadata = await runtime.store.collection_metadata(collection)
     flt = versions.visible(None, metadata)
     chosen = await _sample(runtime, collection, flt, sample, rng)
-    embedder = runtime.embedder()
     sampled = [(p.id, _unit(np.asarray(p.vector[DENSE], dtype=np.float32))) for p in chosen]
+    questions = [pseudo_question(str((p.payload or {}).get("text", "")), rng) for p in chosen]
+    asked = [q for q in questions if q]
+    # one cached batch: a re-ingest that changed a few files asks mostly the same questions
+    vectors = dict(zip(asked, (v.tolist() for v in await embed(runtime, asked)))) if asked else {}
     answered: dict[str, list[float]] = {}
     held_out: dict[str, list[float]] = {}
-    for point, (_, own) in zip(chosen, sampled):
-        payload = point.payload or {}
-        question = pseudo_question(str(payload.get("text", "")), rng)
+    for point, (_, own), question in zip(chosen, sampled, questions):
         if not question:
             continue
-        lang = str(payload.get("lang") or "")
-        vector = await embedder.embed_query(question)
+        lang = str((point.payload or {}).get("lang") or "")
+        vector = vectors[question]
         scores, _ = await _centered(runtime, collection, question, vector, flt, centers, measure)
         if (found := best(scores)) is not None:
             answered.setdefault(lang, []).append(found)

@@ -342,7 +342,8 @@ async def add_answerable(runtime, collection: str, calibration: Calibration) -> 
     examples changed meanwhile (a newer calibration is then being made)."""
     from agent.knowledge import answerable_calibration
 
-    cuts = await answerable_calibration.calibrate(runtime, collection, calibration.to_json(), measure=centered)
+    cuts = await answerable_calibration.calibrate(runtime, collection, calibration.to_json(), measure=centered,
+                                                 embed=embed_queries)
     current, _ = await stored(runtime, collection)
     if current is not None and (current.content_version, current.examples_version) != \
             (calibration.content_version, calibration.examples_version):
