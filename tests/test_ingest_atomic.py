@@ -1,12 +1,13 @@
 """Atomic ingest per file under kill -9: a real process writing a file is killed at each of five
-moments (tests/crash_child.py), three runs each, for a changed file and for a new one, on
+moments (tests/crash_child.py), for a changed file and for a new one, on
 Qdrant Edge, on the server backend (qdrant-client's local mode) and in a bot that runs an
 ingest handed over through the admin channel. After every kill, search sees each file wholly
 old or wholly new: 0 files with two versions, 0 files with a chunk missing. Each run resumes
 from what the previous kill left, so the clean-up of leftovers is exercised too.
 
-Each test makes 30 kills (about 15-25 s on a 2-core machine): the forked children avoid an
-interpreter start per run, and the moments are exact instead of timed.
+Each test makes 10 kills (a few seconds; the server backend about 10 s on a 2-core machine): the
+forked children avoid an interpreter start per run, and the moments are exact instead of timed,
+so one kill per moment and kind reaches the same state every time.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tests.visibility import hidden_left, visible_files
 
 REPO = Path(__file__).resolve().parent.parent
 MOMENTS = ["pending", "first_batch", "switch", "switched", "end"]
-RUNS = 2  # each kill lands at a checkpoint the child pauses at: a repeat checks it is stable
+RUNS = 1  # each kill lands at a checkpoint the child pauses at, the same state every time
 KINDS = ["changed", "new"]
 BACKENDS = ["edge", "server", "handover"]
 WORDS = ("eligibility income parent provider attendance voucher reimbursement county schedule "
@@ -146,7 +147,7 @@ async def what_search_sees(data: Path, server_path: Path | None, source: str, ne
 async def test_kill_9_at_any_moment_shows_each_file_wholly_old_or_wholly_new(backend, tmp_path):
     """Several kill points, each a real process killed with SIGKILL and a restart that reads the
     store: the server backend (qdrant-client's local mode standing in for a server) is the slow
-    one, ~25 s here; that is the cost of testing the server path without a server."""
+    one, ~10 s here; that is the cost of testing the server path without a server."""
     data = tmp_path / "data"
     kb = tmp_path / "kb"
     kb.mkdir()
