@@ -66,6 +66,7 @@ class Reminder(BaseModel):
     review_by: datetime
     expired: bool
     cited: int = 0  # questions it has answered since it was saved or last confirmed
+    language: str | None = None  # its question's, when clear: the reminder is said in it
 
 
 # a surface's way of messaging an owner it knows (bot/slack/learned_review.py, bot/teams/...):

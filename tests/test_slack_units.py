@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from agent.references import Reference
+from agent.yamlio import safe_load
 from bot.slack import blocks
 from bot.slack.history import askers, strip_mention, to_chat
 
@@ -96,7 +97,8 @@ def test_record_blocks_are_compact_and_shareable():
     assert "<!channel>" not in text and "&lt;!channel&gt;" in text  # record text is escaped
     assert "Center 10" not in text and "Showing 10 of 30" in text
     assert out[-1]["elements"][0]["action_id"] == blocks.RECORDS_SHARE
-    assert json.loads(out[-1]["elements"][0]["value"]) == {"c": "facility", "q": "infant care near 78702"}
+    # the request to run again, and the language the result was said in (a Share says it in it too)
+    assert json.loads(out[-1]["elements"][0]["value"]) == {"c": "facility", "l": "en", "q": "infant care near 78702"}
     shared = blocks.record_blocks(result, command, shareable=False, shared_by="U9")
     assert "<@U9>" in json.dumps(shared) and shared[-1]["type"] != "actions"
 
@@ -131,9 +133,7 @@ def test_askers_are_the_people_the_bot_answered_in_a_thread():
 def test_manifest_declares_everything_the_bot_uses():
     from pathlib import Path
 
-    import yaml
-
-    manifest = yaml.safe_load((Path(__file__).resolve().parent.parent / "manifest.yml").read_text())
+    manifest = safe_load((Path(__file__).resolve().parent.parent / "manifest.yml").read_text())
     events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
     assert {"app_mention", "message.im", "message.channels", "message.groups", "message.mpim",
             "app_home_opened"} <= events

@@ -92,7 +92,7 @@ async def test_a_stream_left_open_by_a_killed_process_is_closed_when_askdesk_sta
         fake_slack, tmp_path, monkeypatch):
     data = tmp_path / "data"
     stream_ts = await kill_mid_answer(fake_slack, data, the_event(fake_slack), "EvKilled1")
-    assert await abandoned(data) == [f"{STREAMS}C0001:{QUESTION_TS}:{stream_ts}"]
+    assert await abandoned(data) == [f"{STREAMS}C0001:{QUESTION_TS}:{stream_ts}:en"]  # the answer's language
     assert fake_slack.calls_to("chat.stopStream") == []  # nobody stopped it: open for good, so far
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")

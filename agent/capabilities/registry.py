@@ -55,6 +55,8 @@ class RegistryCapability(Capability):
         self.name = registry.name
         self.description = registry.decl.description
         self.prompts = prompts  # for the extraction prompt (default: the packaged prompts)
+        if prompts is not None:  # the registry's notes too, from an edited prompts folder
+            registry.prompts = prompts
         self._tool = make_registry_tool(registry)
         # what a message must hold for `claims` to be asked (agent/registry/cue.py): the
         # understanding layer tests it first, so a message without it runs (and loads) no parser

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from agent.knowledge.language import message_language
 from agent.knowledge.learned import LearnedAnswers
 from agent.learned import LearnedAnswer, Notifier, Reminder
 from agent.state import Citation, Claims, TurnLog
@@ -81,7 +82,8 @@ class Reviews:
                 continue  # another replica is sending it
             try:
                 sent = await notify(Reminder(answer=answer, review_by=review_by, expired=status == "expired",
-                                             cited=len(cited.get(answer.name, []))))
+                                             cited=len(cited.get(answer.name, [])),
+                                             language=message_language(answer.question)))
             except Exception as exc:  # one owner's failure never stops the others'
                 log.warning("learned: the review message for %s failed: %s", answer.name, type(exc).__name__)
                 sent = False

@@ -23,20 +23,17 @@ MAX_COMMAND_CHARS = 500
 HELP_WORDS = {"help", "-h", "--help", "?"}
 
 
-def _join(parts: list[str], last: str) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" {last} " + parts[-1]
-
-
 def searchable(registry: "Registry", *, article: bool) -> str:
-    """'a place, age group, feature or name' / 'place, ages and features'."""
-    decl = registry.decl
-    place = ["place"] if decl.places or decl.geo else []
+    """'a place, age group, feature or name' / 'place, ages and features' (the tags' nouns are
+    the declaration's), in the language being spoken."""
+    decl, prompts = registry.decl, registry.prompts
+    place = bool(decl.places or decl.geo)
     if article:
-        parts = place + [t.noun or n.replace("_", " ") for n, t in decl.tags.items()]
-        parts += ["feature"] if any(f.ask for f in decl.flags.values()) else []
-        return "a " + _join([*parts, "name"], "or")
-    parts = place + [n.replace("_", " ") for n in decl.tags] + (["features"] if decl.flags else [])
-    return _join(parts or ["name"], "and")
+        return prompts.text("registry_criteria_any", place=place,
+                            tags=[t.noun or n.replace("_", " ") for n, t in decl.tags.items()],
+                            feature=any(f.ask for f in decl.flags.values()))
+    return prompts.text("registry_criteria_all", place=place, tags=[n.replace("_", " ") for n in decl.tags],
+                        features=bool(decl.flags))
 
 
 class CommandRunner:
@@ -61,9 +58,7 @@ class CommandRunner:
         if results.message:
             lines.append(results.message)
         if results.hits:
-            shown = len(results.hits)
-            more = f" (showing {shown}; add 'all' to see every match)" if results.total > shown else ""
-            lines.append(f"{results.total} match(es){more}:")
+            lines.append(self.registry.prompts.text("registry_matches", total=results.total, shown=len(results.hits)))
             lines += [f"{i}. {self.registry.formatter.line(h)}" for i, h in enumerate(results.hits, 1)]
         return "\n".join(lines)
 
@@ -75,19 +70,20 @@ class CommandRunner:
         if not raw or raw.lower() in HELP_WORDS:
             return self.help(raw), None
         if len(raw) > MAX_COMMAND_CHARS:
-            return self.help(raw[:80] + "…", f"That is {len(raw)} characters; a {one} search takes at most "
-                                             f"{MAX_COMMAND_CHARS}. Keep to the {searchable(self.registry, article=False)} "
-                                             "you need."), None
+            return self.help(raw[:80] + "…", self.registry.prompts.text(
+                "registry_too_long", length=len(raw), record=one, limit=MAX_COMMAND_CHARS,
+                criteria=searchable(self.registry, article=False))), None
         try:
             parsed = await self.registry.parse(raw)
             if model is not None:
                 parsed = await fill_unplaced(self.registry, model, raw, parsed, prompts)
             args = parsed.args
             if not args.has_criteria() and args.limit != 0:  # "list all facilities" is a request
-                return self.help(raw, f"I couldn't find {searchable(self.registry, article=True)} in '{raw}'."), None
+                return self.help(raw, self.registry.prompts.text(
+                    "registry_nothing_to_search", criteria=searchable(self.registry, article=True), text=raw)), None
             results = await self.registry.search(args)
         except Exception as exc:  # the vector store is down or misconfigured: say so, don't crash the surface
-            reply = f"The {one} registry is unavailable right now ({type(exc).__name__}: {exc}). Please try again later."
+            reply = self.registry.prompts.text("registry_unavailable", record=one, error=f"{type(exc).__name__}: {exc}")
             data = {**self._base_json(raw, "", [reply]), "message": None, "total": 0, self.decl.record.plural: []}
             return CommandResult(command=self.decl.command.name, text=raw, reply=reply, notes=[reply],
                                  json_data=data), None

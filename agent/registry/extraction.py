@@ -67,5 +67,5 @@ async def fill_unplaced(registry: "Registry", model: "Model | None", text: str, 
         merged["query"] = extracted.query  # the model kept only the name part of the leftovers
     elif "query" in merged and not extracted.query:
         merged.pop("query")  # the model found no name in the leftover words: they were filler
-    notes = [*parsed.notes, f"read '{parsed.leftover}' with the router model"]
+    notes = [*parsed.notes, registry.prompts.text("registry_read_by_model", text=parsed.leftover)]
     return ParsedQuery(args=registry.args_model(**merged), notes=notes, leftover="")

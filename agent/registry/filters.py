@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
 from agent.registry.declaration import Declaration
 from agent.registry.geocoder import METERS_PER_MILE, Geocoder
 from agent.registry.places import KnownPlaces, Place, UnknownPlace
+
+if TYPE_CHECKING:
+    from agent.prompts import PromptSet
 
 
 def _minutes(hhmm: str) -> int:
@@ -37,10 +40,16 @@ class Resolved:
 
 
 class Resolver:
-    def __init__(self, decl: Declaration, known: KnownPlaces, geocoder: Geocoder) -> None:
+    def __init__(self, decl: Declaration, known: KnownPlaces, geocoder: Geocoder, prompts: "PromptSet") -> None:
         self.decl, self.known, self.geocoder = decl, known, geocoder
         self.levels = geocoder.levels
         self.one = decl.record.singular
+        self.prompts = prompts  # the notes' sentences, in the language being spoken
+
+    def unknown(self, exc: UnknownPlace) -> str:
+        """An unknown place said to the person: the nearest names, else what to give instead."""
+        return self.prompts.text("registry_unknown_place", place=exc.text, suggestions=exc.suggestions,
+                                 hint=self.levels.hint(self.prompts))
 
     def _moved(self, args: Any) -> dict[str, str | None]:
         """Place arguments, a name given at the first level that only a later one knows moved
@@ -73,22 +82,23 @@ class Resolver:
                 try:
                     place = self.geocoder.resolve(value)
                 except UnknownPlace as exc:
-                    out.message = str(exc)
+                    out.message = self.unknown(exc)
                     return out
                 noun = self.levels.noun(name)
                 if near_text is None:  # a real place without listed records: search around it
                     near_text = value
-                    out.notes.append(f"No {self.one} in the registry lists {place.name} as its {noun}; showing "
-                                     f"those within {default_radius:g} miles of it.")
+                    out.notes.append(self.prompts.text("registry_place_not_listed_around", record=self.one,
+                                                       place=place.name, noun=noun, miles=f"{default_radius:g}"))
                 else:
-                    out.message = f"No {self.one} in the registry lists {place.name} as its {noun}."
+                    out.message = self.prompts.text("registry_place_not_listed", record=self.one, place=place.name,
+                                                    noun=noun)
                     return out
             else:
                 place = self.geocoder.name_place(name, key)
                 if place:
-                    out.message = f"No {self.one} in the registry is in {place.name}. Try near='{place.name}' with a radius."
+                    out.message = self.prompts.text("registry_not_in_place", record=self.one, place=place.name)
                 else:
-                    out.message = str(UnknownPlace(value, self.geocoder.suggest(key, level=name), self.levels.hint()))
+                    out.message = self.unknown(UnknownPlace(value, self.geocoder.suggest(key, level=name)))
                 return out
         for name in self.levels.codes:
             value = values[name]
@@ -97,24 +107,24 @@ class Resolver:
             noun = self.levels.noun(name)
             m = re.match(r"\s*(\d{5})", value)
             if not m:
-                out.message = f"'{value}' is not a {noun} (expected 5 digits, e.g. 78702)."
+                out.message = self.prompts.text("registry_bad_code", value=value, noun=noun)
                 return out
             code = m.group(1)
             if code in self.known.get(name) or near_text is not None:
                 out.conditions.append(_match(self.levels.key_field(name), code))
             elif self.levels.fields[name].around and self.geocoder.code_place(name, code):
                 near_text = code  # a real code without listed records: search around it
-                out.notes.append(f"No {self.one} in the registry has {noun} {code}; showing those within "
-                                 f"{default_radius:g} miles of it.")
+                out.notes.append(self.prompts.text("registry_code_not_listed_around", record=self.one, noun=noun,
+                                                   code=code, miles=f"{default_radius:g}"))
             else:
-                out.message = f"I don't know {noun} {code}."
+                out.message = self.prompts.text("registry_unknown_code", noun=noun, code=code)
                 return out
         self._values(args, out.conditions)
         if near_text and self.decl.geo:
             try:
                 out.near = self.geocoder.resolve(near_text)
             except UnknownPlace as exc:
-                out.message = str(exc)
+                out.message = self.unknown(exc)
                 return out
             out.radius_miles = default_radius
             out.conditions.append(models.FieldCondition(key=self.decl.geo[0], geo_radius=models.GeoRadius(

@@ -71,9 +71,8 @@ class Geocoder:
     def resolve(self, text: str) -> Place:
         """Place for `text` or UnknownPlace with suggestions."""
         raw = text.strip()
-        hint = self.levels.hint()
         if not raw:
-            raise UnknownPlace(text, hint=hint)
+            raise UnknownPlace(text)
         latlon = parse_latlon(raw)
         if latlon:
             return Place(f"{latlon[0]:.4f},{latlon[1]:.4f}", "point", *latlon)
@@ -84,7 +83,7 @@ class Geocoder:
             if place:
                 return place
             noun = self.levels.noun(code_field)
-            raise UnknownPlace(raw, [f"{noun} {z}" for z in self._near_codes(code_field, zm.group(1))], hint)
+            raise UnknownPlace(raw, [f"{noun} {z}" for z in self._near_codes(code_field, zm.group(1))])
         name = self.gazetteer.strip_state(raw) if self.gazetteer is not None else raw
         level = self.suffixed_level(name)
         key = self.levels.keys.norm(name)
@@ -92,7 +91,7 @@ class Geocoder:
             place = self.name_place(candidate, key)
             if place:
                 return place
-        raise UnknownPlace(raw, self.suggest(key, level=level), hint)
+        raise UnknownPlace(raw, self.suggest(key, level=level))
 
     def suffixed_level(self, name: str) -> str | None:
         """The level a name ends with the suffix of ("Travis County" -> county)."""

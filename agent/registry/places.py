@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.registry.declaration import Declaration
 from agent.registry.fields import PlaceField, label_of
 from agent.registry.gazetteer import Centroid
 from agent.registry.keys import Keys, title_case
 from agent.registry.records import place_key
+
+if TYPE_CHECKING:
+    from agent.prompts import PromptSet
 
 
 @dataclass(frozen=True)
@@ -29,22 +32,15 @@ class Place:
     lon: float
 
 
-def unknown_place_message(text: str, suggestions: list[str], hint: str) -> str:
-    msg = f"I don't know where '{text}' is"
-    if len(suggestions) == 1:
-        return f"{msg} — did you mean {suggestions[0]}?"
-    if suggestions:
-        return f"{msg} — did you mean {', '.join(suggestions[:-1])} or {suggestions[-1]}?"
-    return f"{msg}. Try {hint}."
-
-
 class UnknownPlace(ValueError):
-    """A place name or code the geocoder cannot place; the message is meant for users."""
+    """A place name or code the geocoder cannot place, with the nearest known names; what people
+    read is said from it in their language (`Resolver.unknown`)."""
 
-    def __init__(self, text: str, suggestions: list[str] | None = None, hint: str = "a place name") -> None:
+    def __init__(self, text: str, suggestions: list[str] | None = None) -> None:
         self.text = text
         self.suggestions = suggestions or []
-        super().__init__(unknown_place_message(text, self.suggestions, hint))
+        near = f" (near: {', '.join(self.suggestions)})" if self.suggestions else ""
+        super().__init__(f"unknown place {text!r}{near}")
 
 
 @dataclass(frozen=True)
@@ -88,18 +84,10 @@ class PlaceLevels:
         suffix = self.fields[name].suffix
         return title_case(key) + (f" {suffix}" if suffix else "")
 
-    def hint(self) -> str:
+    def hint(self, prompts: "PromptSet") -> str:
         """What to try instead of an unknown place: "a zip code, a city or county name, or 'lat,lon'"."""
-        items = [f"a {self.noun(c)}" for c in self.codes]
-        if self.names:
-            items.append("a " + " or ".join(self.noun(n) for n in self.names) + " name")
-        if self.has_geo:
-            items.append("'lat,lon'")
-        if not items:
-            return "a place name"
-        if len(items) <= 2:
-            return " or ".join(items)
-        return ", ".join(items[:-1]) + ", or " + items[-1]
+        return prompts.text("registry_place_hint", codes=[self.noun(c) for c in self.codes],
+                            names=[self.noun(n) for n in self.names], geo=self.has_geo)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import agent.store.models as models
 from agent import sidecar
+from agent.prompts import PromptSet, default_prompts
 from agent.registry.arguments import MAX_RESULTS, build_args_model
 from agent.registry.cue import records_cue, registry_cue
 from agent.registry.declaration import Declaration
@@ -71,7 +72,8 @@ def make_gazetteer(decl: Declaration, schema: RecordSchema) -> Gazetteer | None:
 
 class Registry:
     def __init__(self, decl: Declaration, runtime: "Runtime", *, collection: str | None = None,
-                 words: GenericWords | None = None, gazetteer: Gazetteer | None = None) -> None:
+                 words: GenericWords | None = None, gazetteer: Gazetteer | None = None,
+                 prompts: PromptSet | None = None) -> None:
         self.decl = decl
         self.name = decl.name
         self.runtime = runtime
@@ -83,7 +85,7 @@ class Registry:
         self.gazetteer = gazetteer if gazetteer is not None and built is not None \
             and gazetteer.signature() == built.signature() else built
         self.args_model = build_args_model(decl)
-        self.formatter = Formatter(self.schema)
+        self.formatter = Formatter(self.schema, prompts or default_prompts())
         self.views = Views(self.formatter)
         self.cue = registry_cue(decl, self.words)  # what a message must hold for `claims` to be asked
         self.records_cue = records_cue(decl, self.words)  # a request for its records by their noun
@@ -91,6 +93,16 @@ class Registry:
         self._places: _Places | None = None
         self._loading = asyncio.Lock()
         self._reading: asyncio.Task | None = None  # places read in the background
+
+    @property
+    def prompts(self) -> PromptSet:
+        """The sentences of its notes and replies, said in the language being spoken
+        (agent/prompts.py `speaking`): the formatter's, one set for the whole registry."""
+        return self.formatter.prompts
+
+    @prompts.setter
+    def prompts(self, prompts: PromptSet) -> None:
+        self.formatter.prompts = prompts
 
     # --- the parser, built on first use: a process whose messages never hold the registry's cue
     # (a knowledge base's questions) does not even import it (agent/registry/parsing/) ---------
@@ -216,11 +228,11 @@ class Registry:
 
     async def parse(self, text: str) -> "ParsedQuery":
         """The deterministic reading of `text` (see agent/registry/parsing/)."""
-        return self.parser.parse(text, (await self.places()).index)
+        return self.parser.parse(text, (await self.places()).index, self.prompts)
 
     def not_loaded(self) -> str:
-        return (f"The {self.decl.record.singular} registry is not loaded (no collection '{self.collection}'). "
-                f"Load it with: askdesk registry ingest {self.name} FILE.csv")
+        return self.prompts.text("registry_not_loaded", record=self.decl.record.singular, collection=self.collection,
+                                 name=self.name)
 
     async def search(self, args: Any) -> RegistryResults:
         """Run a search; never raises for bad places (they come back as `message`)."""
@@ -229,7 +241,8 @@ class Registry:
         places = await self.places()
         if not places.exists:
             return RegistryResults(registry=self.name, text=self.not_loaded(), message=self.not_loaded(), args=args)
-        resolved = Resolver(self.decl, places.known, Geocoder(places.known, self.levels, self.gazetteer)).resolve(args)
+        geocoder = Geocoder(places.known, self.levels, self.gazetteer)
+        resolved = Resolver(self.decl, places.known, geocoder, self.prompts).resolve(args)
         if resolved.message:
             return RegistryResults(registry=self.name, text=resolved.message, message=resolved.message, args=args)
         flt = models.Filter(must=resolved.conditions) if resolved.conditions else None
@@ -240,11 +253,12 @@ class Registry:
             try:
                 ranked = await s.ranked(flt, args.query, limit)
             except Exception as exc:  # embedder missing or mismatched: the filters still answer
-                notes.append(f"Name matching is unavailable ({type(exc).__name__}: {exc}); showing all filter matches.")
+                notes.append(self.prompts.text("registry_name_matching_unavailable",
+                                               error=f"{type(exc).__name__}: {exc}"))
         if ranked is not None:
-            points, total, note = ranked
-            if note:
-                notes.append(note)
+            points, total, closest = ranked
+            if closest:  # no record holds the words: the closest by meaning, said so
+                notes.append(self.prompts.text("registry_closest", record=self.decl.record.singular, query=args.query))
             hits = [s.hit(p, args, near, round(p.score, 4) if p.score is not None else None) for p in points]
             if near:  # relevance picks, distance orders
                 hits.sort(key=lambda h: (h.distance_miles is None, h.distance_miles or 0.0))
@@ -256,8 +270,8 @@ class Registry:
             records = await s.retrieve(page)
             hits = [s.hit(records[pid], args, near, None) for pid in page if pid in records]
         if total == 0:
-            notes.append(f"No {self.decl.record.singular} matches all of: "
-                         + self.formatter.describe(args, resolved.near, resolved.radius_miles) + ".")
+            notes.append(self.prompts.text("registry_no_match", record=self.decl.record.singular,
+                                           criteria=self.formatter.describe(args, resolved.near, resolved.radius_miles)))
         results = RegistryResults(registry=self.name, hits=hits, total=total, message=" ".join(notes) or None,
                                   near=near, radius_miles=resolved.radius_miles, args=args)
         results.text = self.formatter.results_text(results)

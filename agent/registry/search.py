@@ -90,8 +90,9 @@ class Searcher:
             if offset is None or len(points) >= 200_000:
                 return points
 
-    async def ranked(self, flt: models.Filter | None, query: str, limit: int) -> tuple[list, int, str | None]:
-        """Records ranked by the words of `query`: hybrid dense + BM25 (RRF). Returns (points, total, note)."""
+    async def ranked(self, flt: models.Filter | None, query: str, limit: int) -> tuple[list, int, bool]:
+        """Records ranked by the words of `query`: hybrid dense + BM25 (RRF). Returns (points, total,
+        closest): `closest` when no record holds the words and these are the closest by meaning."""
         store, c = self.runtime.store, self.collection
         sparse = bm25_query(query)
         word_hits = []
@@ -105,13 +106,11 @@ class Searcher:
                                                              limit=MAX_RESULTS, with_payload=self.payload))
             fused = fuse(word_hits, dense, limit)[0] if word_hits else []
             seen = {p.id for p in fused}
-            return (fused + [p for p in by_meaning if p.id not in seen])[:limit], len(by_meaning), None
+            return (fused + [p for p in by_meaning if p.id not in seen])[:limit], len(by_meaning), False
         if not word_hits:
             closest = ties_by_id(await store.query_points(c, query=dense, using=DENSE, query_filter=flt,
                                                           limit=min(limit, 5), with_payload=self.payload))
-            note = (f"No {self.decl.record.singular} name or description contains '{query}'; these are the closest "
-                    "by meaning.") if closest else None
-            return closest, len(closest), note
+            return closest, len(closest), bool(closest)
         return fuse(word_hits, dense, limit)
 
     async def retrieve(self, ids: list) -> dict:
@@ -126,7 +125,7 @@ def ties_by_id(points: list) -> list:
     return sorted(points, key=lambda p: (-(p.score or 0.0), str(p.id)))
 
 
-def fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, None]:
+def fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, bool]:
     """RRF of the word hits' BM25 order and their dense similarity to the query (one filtered
     scan serves both rankings: the word hits carry their dense vectors)."""
     matrix = np.asarray([p.vector[DENSE] for p in word_hits], dtype=np.float32)
@@ -140,4 +139,4 @@ def fuse(word_hits: list, dense: list[float], limit: int) -> tuple[list, int, No
         point = word_hits[i]
         point.score = score
         points.append(point)
-    return points, len(word_hits), None
+    return points, len(word_hits), False

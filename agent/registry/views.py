@@ -21,7 +21,8 @@ class Views:
 
     def title(self, hit: RegistryHit) -> str:
         field = self.decl.display.title or self.decl.name_field
-        return str(hit.get(field) or "") or f"Unnamed {self.decl.record.singular}"
+        unnamed = self.formatter.prompts.text("registry_unnamed", record=self.decl.record.singular)
+        return str(hit.get(field) or "") or unnamed
 
     def url(self, hit: RegistryHit) -> str | None:
         field = self.decl.display.url

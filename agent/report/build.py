@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable
 
+from agent.prompts import ENGLISH, PromptSet, default_prompts
 from agent.report.clusters import Cluster, GapQuestion, cluster, normalise
 from agent.report.figures import Figures, figures
 from agent.state.base import ReportSources, TurnRecord
@@ -23,7 +24,19 @@ Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
 MAX_CLUSTERED = 250
 EMBED_BUDGET_S = 4.0
 EMBED_BATCH = 16
-NO_TEXT_NOTE = "Questions are not stored as text, so they cannot be grouped: set ASKDESK_STORE_TEXT=true."
+
+
+@dataclass(frozen=True)
+class ReportNote:
+    """A note of the report, kept as its message (prompts/messages.yaml) so that each reader is
+    told it in their language."""
+
+    message: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def said(self, prompts: PromptSet | None = None, lang: str | None = None) -> str:
+        """In `lang` (default: the language being spoken)."""
+        return (prompts or default_prompts()).get(self.message, lang).render(**self.values)
 
 
 @dataclass
@@ -32,7 +45,16 @@ class Report:
     clusters: list[Cluster] = field(default_factory=list)
     gap_questions: int = 0  # unanswered + down-voted in the period
     without_text: int = 0  # of those, how many have no stored text
-    notes: list[str] = field(default_factory=list)
+    messages: list[ReportNote] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes in English (the terminal, the console, `--json`)."""
+        return [note.said(lang=ENGLISH) for note in self.messages]
+
+    def notes_said(self, prompts: PromptSet) -> list[str]:
+        """The notes in the language being spoken (an admin's, on Slack and Teams)."""
+        return [note.said(prompts) for note in self.messages]
 
     def as_dict(self) -> dict:
         return {**self.figures.as_dict(), "gaps": {
@@ -114,19 +136,19 @@ async def build_report(state: ReportSources, since: datetime, *, embed: Embed | 
     found, report.without_text = gap_questions(turns, feedback)
     report.gap_questions = len(found) + report.without_text
     if report.without_text:
-        report.notes.append(f"{report.without_text} of {report.gap_questions} unanswered or down-voted questions "
-                            f"have no stored text. {NO_TEXT_NOTE}")
+        report.messages.append(ReportNote("report_without_text", {"without": report.without_text,
+                                                                   "total": report.gap_questions}))
     if not found:
         return report
     asked = Counter(normalise(q.text) for q in reversed(found))  # ties: the most recent first
     keys = [k for k, _ in asked.most_common(MAX_CLUSTERED)]
     if embed is None:
         vectors = np.eye(len(keys))  # no embedder: each distinct question its own group
-        report.notes.append("No embedder: questions are grouped only when they are the same.")
+        report.messages.append(ReportNote("report_no_embedder"))
     else:
         vectors, keys = await embed_within(embed, keys)
     if len(keys) < len(asked):
-        report.notes.append(f"The {len(keys)} most asked of {len(asked)} distinct questions are grouped.")
+        report.messages.append(ReportNote("report_most_asked", {"kept": len(keys), "distinct": len(asked)}))
     kept = set(keys)
     found = [q for q in found if normalise(q.text) in kept]
     report.clusters = cluster(found, vectors, keys)

@@ -1,8 +1,10 @@
 """The report as plain lines with text bars: the terminal's `askdesk report`, and the figures
-Slack's App Home and Teams' card show (neither can show an image from a local page)."""
+Slack's App Home and Teams' card show (neither can show an image from a local page). Words come
+from the report's messages, in the language being spoken (the terminal's: English)."""
 
 from __future__ import annotations
 
+from agent.prompts import PromptSet, default_prompts
 from agent.report.build import Report
 from agent.report.page import summary_rows
 
@@ -25,22 +27,24 @@ def document_lines(report: Report) -> list[str]:
     return [f"{n:>6}  {source}" for source, n in report.figures.top_documents]
 
 
-def cluster_lines(report: Report) -> list[str]:
+def cluster_lines(report: Report, prompts: PromptSet | None = None) -> list[str]:
+    say = (prompts or default_prompts()).text
     out = []
     for c in report.clusters:
-        out.append(f"{c.size:>4} questions ({c.unanswered} unanswered, {c.down_voted} 👎)")
+        out.append(say("report_cluster", size=f"{c.size:>4}", unanswered=c.unanswered, down_voted=c.down_voted))
         out += [f"       · {e}" for e in c.examples]
     return out
 
 
-def lines(report: Report) -> list[str]:
-    f = report.figures
+def lines(report: Report, prompts: PromptSet | None = None) -> list[str]:
+    f, prompts = report.figures, prompts or default_prompts()
+    say = prompts.text
     out = [f"askdesk report {f.since:%Y-%m-%d %H:%M} – {f.until:%Y-%m-%d %H:%M} UTC", ""]
-    out += [f"{k:<34}{v}" for k, v in summary_rows(report)]
-    out += ["", "Questions per day", *per_day_lines(report)]
+    out += [f"{k:<34}{v}" for k, v in summary_rows(report, prompts)]
+    out += ["", say("report_per_day"), *per_day_lines(report)]
     if f.top_documents:
-        out += ["", "Most-cited documents", *document_lines(report)]
-    out += ["", "Unanswered and down-voted questions, grouped by meaning", *report.notes, *cluster_lines(report)]
+        out += ["", say("report_top_documents"), *document_lines(report)]
+    out += ["", say("report_gaps"), *report.notes_said(prompts), *cluster_lines(report, prompts)]
     if not report.gap_questions:
-        out.append("None in this period.")
+        out.append(say("report_none"))
     return out

@@ -101,6 +101,7 @@ class Escalation(BaseModel):
     expert_answer: str | None = None
     answered_at: datetime | None = None
     saved_as: str | None = None  # the learned answer's file, once saved
+    language: str | None = None  # the answer's language: the escalation's notes and posts are said in it
 
 
 class StateUnavailable(Exception):

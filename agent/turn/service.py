@@ -159,7 +159,12 @@ class Askdesk:
     def language_of(self, text: str) -> str:
         """The language of a message alone, for notes sent before its turn (rate limit, a channel
         askdesk is not enabled in); English when it cannot tell."""
-        return message_language(text or "") or "en"
+        return self.clear_language(text) or "en"
+
+    def clear_language(self, text: str) -> str | None:
+        """The language `text` is clearly written in; None when it is too short or mixed to tell
+        (a note outside a turn then takes the person's locale: bot/note_language.py)."""
+        return message_language(text or "")
 
     async def language(self, req: AskRequest) -> str:
         """The language to answer `req` in: its text's, else (a short or mixed follow-up) the

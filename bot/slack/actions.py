@@ -1,4 +1,7 @@
-"""Button clicks: answer feedback (👍/👎) and "Share in channel" of a registry command's result."""
+"""Button clicks: answer feedback (👍/👎) and "Share in channel" of a registry command's result.
+
+No turn is around a click: its thanks, comment box and "Share in channel" copy are said in the
+language the button carries (the answer's, bot/note_language.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.prompts import speaking
+from bot.note_language import pressed_language
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP, RECORDS_SHARE, action_value, escalate_button, note_blocks
 from bot.slack.commands import run_and_respond
 from bot.slack.comments import open_comment_box
@@ -35,7 +40,8 @@ def register(app: AsyncApp) -> None:
         if found is None:
             return
         user = (body.get("user") or {}).get("id")
-        await run_and_respond(runner, found[1], str(value.get("q") or ""), respond, shared_by=user or "someone")
+        with speaking(pressed_language(runner.prompts, value)):
+            await run_and_respond(runner, found[1], str(value.get("q") or ""), respond, shared_by=user or "someone")
         await respond(delete_original=True)
 
 
@@ -50,7 +56,15 @@ async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runn
         rating="up" if action.get("action_id") == FEEDBACK_UP else "down", user_id=user, surface="slack",
         channel=channel, thread=thread, answer_id=value.get("a"), route=value.get("r"),
         sources=list(value.get("s") or []))
-    down = action.get("action_id") == FEEDBACK_DOWN
+    with speaking(pressed_language(runner.prompts, value)) as lang:  # the answer's language
+        await _acknowledge(body, value, client, runner, record, channel=channel, thread=thread, user=user,
+                           down=action.get("action_id") == FEEDBACK_DOWN, lang=lang)
+
+
+async def _acknowledge(body: dict, value: dict, client: AsyncWebClient, runner: TurnRunner, record: Any, *,
+                       channel: str | None, thread: str | None, user: str, down: bool, lang: str) -> None:
+    """The comment box after a 👎, and the private thanks (with "Ask a person" where it may be pressed)."""
+    container, message = body.get("container") or {}, body.get("message") or {}
     public = record is not None and not record.private and not container.get("is_ephemeral")
     if down and public:  # a comment box (a private answer keeps no comment); the 👎 is stored already
         await open_comment_box(client, body.get("trigger_id"), value.get("a"), runner.prompts)
@@ -60,7 +74,8 @@ async def record_feedback(body: dict, action: dict, client: AsyncWebClient, runn
         # a 👎 of the asker (or an admin) on a public answer: ask a person, when a channel is reachable
         if down and public and runner.offers_escalation("slack", record, user):
             blocks.append({"type": "actions", "elements": [escalate_button(escalate_value(
-                value.get("a"), container.get("message_ts") or message.get("ts"), thread), runner.prompts)]})
+                value.get("a"), container.get("message_ts") or message.get("ts"), thread,
+                lang), runner.prompts)]})
         try:
             await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread, text=thanks, blocks=blocks)
         except Exception as exc:

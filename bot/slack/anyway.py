@@ -7,6 +7,7 @@ it had never been refused. The question is read back from the thread by its ts (
 value), so nothing is stored for the button; the button is taken off the refusal once pressed,
 and a second press (or a second replica's delivery) only gets a note. Only the asker (or an
 admin) may press it (bot/permissions.py); anyone else gets a private note and nothing changes.
+The notes are said in the refusal's language, which the button carries (bot/note_language.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.prompts import speaking
+from bot.note_language import pressed_language
 from bot.permissions import asker_of, press_refused
 from bot.slack.blocks import ANYWAY_BLOCK_ID, SEARCH_ANYWAY, action_value
 from bot.slack.history import strip_mention
@@ -48,6 +51,12 @@ def _question_ts(action: dict[str, Any]) -> str | None:
 
 async def answer_anyway(body: dict, action: dict, client: AsyncWebClient, context: AsyncBoltContext,
                         answering: Answering) -> None:
+    with speaking(pressed_language(answering.askdesk.prompts, action_value(action))):
+        await _answer_anyway(body, action, client, context, answering)
+
+
+async def _answer_anyway(body: dict, action: dict, client: AsyncWebClient, context: AsyncBoltContext,
+                         answering: Answering) -> None:
     prompts = answering.askdesk.prompts
     user = (body.get("user") or {}).get("id") or "unknown"
     container, message = body.get("container") or {}, body.get("message") or {}

@@ -22,9 +22,10 @@ from typing import Any, Iterable
 
 from agent.capabilities.base import Command, CommandResult, RecordView
 from agent.markdown import segments
-from agent.prompts import PromptSet, default_prompts
+from agent.prompts import LANGUAGE, PromptSet, default_prompts
 from agent.references import Reference
 from agent.tables import Table, blocks as table_blocks
+from bot.note_language import LANGUAGE_KEY
 from bot.slack.escape import escaped_size, safe_markdown, safe_mrkdwn, web_link
 
 PART_CHARS = 8000  # per message: well inside the 12k markdown-block budget, room for sources
@@ -184,11 +185,14 @@ def notice_block(notice: str) -> Block:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": plain(f":information_source: {safe_mrkdwn(notice)}")}]}
 
 
-def feedback_value(answer_id: str, route: str, references: list[Reference]) -> str:
-    """Button payload: enough to store feedback without server-side state."""
+def feedback_value(answer_id: str, route: str, references: list[Reference], language: str | None = None) -> str:
+    """Button payload: enough to store feedback without server-side state, and the answer's
+    language (the thanks and notes of a press are said in it: bot/note_language.py). Sources are
+    dropped from the end until it fits."""
     sources = [r.source for r in references[:MAX_SOURCES]]
+    said = {LANGUAGE_KEY: language} if language else {}
     while True:
-        value = json.dumps({"a": answer_id, "r": route, "s": sources}, separators=(",", ":"))
+        value = json.dumps({"a": answer_id, "r": route, **said, "s": sources}, separators=(",", ":"))
         if len(value) <= BUTTON_VALUE_CHARS or not sources:
             return value[:BUTTON_VALUE_CHARS]
         sources = sources[:-1]
@@ -236,8 +240,9 @@ def action_value(action: dict[str, Any]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def anyway_value(question_ts: str) -> str:
-    return json.dumps({"m": question_ts}, separators=(",", ":"))
+def anyway_value(question_ts: str, language: str | None = None) -> str:
+    """The refused question's ts, and the refusal's language (its notes are said in it)."""
+    return json.dumps({"m": question_ts, **({LANGUAGE_KEY: language} if language else {})}, separators=(",", ":"))
 
 
 def footer_blocks(references: list[Reference], notice: str | None, value: str | None,
@@ -353,9 +358,11 @@ def record_line(view: RecordView) -> str:
     return f"*{safe_mrkdwn(view.title)}*\n" + details
 
 
-def share_value(command: Command, text: str) -> str:
-    """The Share button's payload: which command, and the request to run again in the channel."""
-    return json.dumps({"c": command.name, "q": text}, separators=(",", ":"))[:BUTTON_VALUE_CHARS]
+def share_value(command: Command, text: str, language: str | None = None) -> str:
+    """The Share button's payload: which command, the request to run again in the channel, and the
+    language the result was said in."""
+    said = {LANGUAGE_KEY: language} if language else {}
+    return json.dumps({"c": command.name, **said, "q": text}, separators=(",", ":"))[:BUTTON_VALUE_CHARS]
 
 
 def record_blocks(result: CommandResult, command: Command, *, shareable: bool, shared_by: str | None = None,
@@ -385,7 +392,7 @@ def record_blocks(result: CommandResult, command: Command, *, shareable: bool, s
                 "type": "button",
                 "text": {"type": "plain_text", "text": texts.render("share_in_channel")},
                 "action_id": RECORDS_SHARE,
-                "value": share_value(command, result.text),
+                "value": share_value(command, result.text, LANGUAGE.get()),  # shared in the language said
             }],
         })
     return blocks

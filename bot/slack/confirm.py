@@ -4,6 +4,7 @@ buttons: bot/slack/confirm_buttons.py).
 A press by the asker replaces the buttons' message with what was decided (so it offers no
 second press) and runs the decision through the turn runner, answered in the thread like a
 question (privately when the proposal was private); anyone else gets a note only they see.
+The note and the decision's label are said in the language of the question the action answers.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.prompts import speaking
 from bot.confirm import CANCEL, CONFIRM, confirmation_of, press_refused
+from bot.note_language import note_language
 from bot.slack.escape import safe_mrkdwn
 from bot.slack.people import email_loader
 from bot.slack.private import EphemeralReply, ephemeral_sender
@@ -52,11 +55,13 @@ async def pressed(body: dict, action: dict, client: AsyncWebClient, respond: Asy
     if not channel or not thread or confirmation is None:
         return
     is_dm, private = channel.startswith("D"), bool(container.get("is_ephemeral"))
-    refused = press_refused(prompts, user, confirmation.action)
+    with speaking(note_language(prompts, answering.askdesk.clear_language(confirmation.action.question))):
+        refused = press_refused(prompts, user, confirmation.action)
+        label = safe_mrkdwn(prompts.text("action_confirm_button" if confirmation.confirmed
+                                         else "action_cancel_button"))
     if refused is not None:
         await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=is_dm, text=refused)
         return
-    label = safe_mrkdwn(prompts.text("action_confirm_button" if confirmation.confirmed else "action_cancel_button"))
     try:  # the buttons give way to the decision, so the message offers no second press
         await respond(replace_original=True, text=f"{label}: <@{user}>" if USER_ID.fullmatch(user) else label)
     except Exception as exc:

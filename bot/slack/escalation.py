@@ -10,6 +10,9 @@ asker's thread any more is one log line. `SlackDesk` is Slack's side of an escal
 surfaces (bot/escalation.py): a Teams question posted here, a Slack asker reached from Teams.
 "Ask a person" is the asker's to press, "Save as answer" the replying expert's (admins may press
 both; bot/permissions.py): anyone else gets an ephemeral note and nothing changes.
+An escalation speaks its answer's language (the button carries it: bot/note_language.py): the
+notes to whoever pressed, the post in the escalation channel, the relayed reply's heading and
+"Save as answer" with its notes (the expert replies to a question written in it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.prompts import speaking
 from agent.state.base import Escalation, utcnow
+from bot.note_language import LANGUAGE_KEY, pressed_language
 from bot.permissions import asker_of, press_refused
 from agent.learned import Owner
 from bot.slack.blocks import ESCALATE, SAVE_ANSWER, action_value, plain
@@ -48,9 +53,12 @@ def slack_to_plain(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def escalate_value(answer_id: str | None, message_ts: str | None, thread_ts: str | None) -> str:
-    """The "Ask a person" payload of the 👎 thanks (the answer's own button reads its message)."""
-    return json.dumps({"a": answer_id, "m": message_ts, "t": thread_ts}, separators=(",", ":"))
+def escalate_value(answer_id: str | None, message_ts: str | None, thread_ts: str | None,
+                   language: str | None = None) -> str:
+    """The "Ask a person" payload of the 👎 thanks (the answer's own button reads its message),
+    with the answer's language."""
+    said = {LANGUAGE_KEY: language} if language else {}
+    return json.dumps({"a": answer_id, "m": message_ts, "t": thread_ts, **said}, separators=(",", ":"))
 
 
 def register(app: AsyncApp) -> None:
@@ -76,8 +84,14 @@ def _question(messages: list[dict[str, Any]], answer_ts: str, context: AsyncBolt
 
 async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context: AsyncBoltContext,
                        answering: Answering) -> None:
-    runner, prompts = answering.runner, answering.askdesk.prompts
     value = action_value(action)
+    with speaking(pressed_language(answering.askdesk.prompts, value)) as lang:
+        await _ask_a_person(body, value, client, context, answering, lang)
+
+
+async def _ask_a_person(body: dict, value: dict, client: AsyncWebClient, context: AsyncBoltContext,
+                        answering: Answering, lang: str) -> None:
+    runner, prompts = answering.runner, answering.askdesk.prompts
     user = (body.get("user") or {}).get("id") or "unknown"
     container = body.get("container") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
@@ -114,7 +128,7 @@ async def ask_a_person(body: dict, action: dict, client: AsyncWebClient, context
         id=new_id(), surface="slack", asker=asker, conversation=channel, thread=thread,
         question=slack_to_plain(strip_mention(asked.get("text") or "", context.bot_user_id)),
         attempt=slack_to_plain(attempt), sources=list(record.sources) if record else [],
-        target_surface=target[0], target_channel=target[1])
+        target_surface=target[0], target_channel=target[1], language=lang)
     await runner.state.save_escalation(escalation)  # kept whatever happens to the post
     escalation.link = await _permalink(client, channel, thread)
     if target[0] != "slack":  # the other surface shows a name, not a Slack id
@@ -157,12 +171,15 @@ class SlackDesk:
         self.client, self.prompts = client, prompts
 
     async def post(self, e: Escalation) -> str:
-        posted = await self.client.chat_postMessage(channel=e.target_channel, text=self.prompts.text(
-            "escalation_heading", asker=_asker(e)), blocks=escalation_blocks(e, e.link, self.prompts))
+        with speaking(e.language):
+            text, blocks = self.prompts.text("escalation_heading", asker=_asker(e)), escalation_blocks(e, e.link,
+                                                                                                      self.prompts)
+        posted = await self.client.chat_postMessage(channel=e.target_channel, text=text, blocks=blocks)
         return str(posted.get("ts"))
 
     async def relay(self, e: Escalation) -> bool:
-        heading = self.prompts.text("escalation_relayed", expert=_expert(e))
+        with speaking(e.language):
+            heading = self.prompts.text("escalation_relayed", expert=_expert(e))
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": plain(heading)}},
                   {"type": "markdown", "text": safe_markdown(e.expert_answer or "")}]
         try:
@@ -244,11 +261,12 @@ async def deliver_reply(e: Escalation, desk: Any, client: AsyncWebClient, prompt
         return
     if not await desk.relay(e):
         return
+    with speaking(e.language):
+        done, button = prompts.text("escalation_relay_done"), save_button(e.id, prompts)
     try:
-        await client.chat_postMessage(channel=e.target_channel, thread_ts=e.target_thread,
-                                      text=prompts.text("escalation_relay_done"),
-                                      blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": plain(
-                                          prompts.text("escalation_relay_done"))}}, save_button(e.id, prompts)])
+        await client.chat_postMessage(channel=e.target_channel, thread_ts=e.target_thread, text=done,
+                                      blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": plain(done)}},
+                                              button])
     except SlackApiError as exc:
         log.warning("slack: escalation %s: no \"Save as answer\" offered (%s)", e.id, describe(exc))
 
@@ -259,10 +277,16 @@ async def save_answer(body: dict, action: dict, client: AsyncWebClient, runner: 
     container = body.get("container") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     thread = container.get("thread_ts") or container.get("message_ts")
-    prompts = runner.prompts
     escalation = await runner.state.escalation(str(action_value(action).get("e") or ""))
     if escalation is None or not escalation.expert_answer or not channel:
         return
+    with speaking(escalation.language):
+        await _save(escalation, client, runner, channel=channel, thread=thread, user=user)
+
+
+async def _save(escalation: Escalation, client: AsyncWebClient, runner: TurnRunner, *, channel: str,
+                thread: str | None, user: str) -> None:
+    prompts = runner.prompts
 
     async def note(text: str) -> None:
         await send_note(client, channel=channel, thread_ts=thread, user=user, is_dm=False, text=text)

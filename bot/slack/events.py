@@ -176,8 +176,10 @@ async def _note(client: AsyncWebClient, incoming: SlackMessage, text: str) -> No
 async def answer(answering: Answering, incoming: SlackMessage, slack: Slack) -> None:
     context = slack.context
     # Slack's retry of a question whose answer died with its process: that stream gets a note first
-    await answering.streams.close_abandoned(slack.client, answering.askdesk.prompts.render("answer_restarted"),
-                                            channel=incoming.channel, question_ts=incoming.ts)
+    with speaking(answering.askdesk.language_of(incoming.text)):  # in the question's language
+        restarted = answering.askdesk.prompts.render("answer_restarted")
+    await answering.streams.close_abandoned(slack.client, lambda _lang: restarted, channel=incoming.channel,
+                                            question_ts=incoming.ts)
     where = None if incoming.is_dm else incoming.channel
     privacy = answering.runner.privacy(incoming.text, channel=where)  # the rules every surface shares
     # asked privately in a DM: answered there as usual, but kept nowhere and never passed on

@@ -4,7 +4,8 @@ Opening the Home tab (`app_home_opened`, tab "home") publishes the last 7 days' 
 (`views.publish`) for an admin; anyone else gets nothing, so the tab stays empty. Block Kit cannot
 show an image from the page, so the figures are text bars (agent/report/text.py); the HTML with
 charts is `askdesk report --html`. A report is computed at most once a minute however many admins
-open the tab, and the embedder caches the gap questions' vectors between reports."""
+open the tab, and the embedder caches the gap questions' vectors between reports. The view is
+said in the admin's Slack language (`users.info` locale), else English."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.config import Settings
+from agent.prompts import PromptSet, speaking
 from agent.report import Report, build_report, query_embed
 from agent.report.page import summary_rows
 from agent.report.text import cluster_lines, document_lines, per_day_lines
+from bot.note_language import locale_language
 from bot.slack.escape import safe_mrkdwn
+from bot.slack.people import user_locale
 from bot.slack.reply import describe
 
 log = logging.getLogger("askdesk.slack")
@@ -48,25 +52,27 @@ def code(lines: list[str]) -> str:
     return "```" + "\n".join(lines)[:TEXT_MAX - 6] + "```"
 
 
-def home_view(report: Report) -> dict:
-    """The Home tab's view: figures, questions per day, most-cited documents, gap groups."""
-    f = report.figures
+def home_view(report: Report, prompts: PromptSet) -> dict:
+    """The Home tab's view: figures, questions per day, most-cited documents, gap groups, its
+    words in the language being spoken."""
+    f, say = report.figures, prompts.render
     blocks: list[dict] = [
-        {"type": "header", "text": {"type": "plain_text", "text": "Knowledge-gap report"}},
+        {"type": "header", "text": {"type": "plain_text", "text": say("report_title")}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text":
                                           f"{f.since:%Y-%m-%d} – {f.until:%Y-%m-%d %H:%M} UTC · "
-                                          "`askdesk report --html FILE` draws the charts"}]},
-        {"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{safe_mrkdwn(v)}"}
-                                       for k, v in summary_rows(report)][:10]},
+                                          + say("report_charts_hint")}]},
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{safe_mrkdwn(k)}*\n{safe_mrkdwn(v)}"}
+                                       for k, v in summary_rows(report, prompts)][:10]},
         {"type": "divider"},
-        section("*Questions per day*\n" + code(per_day_lines(report))),
+        section(f"*{safe_mrkdwn(say('report_per_day'))}*\n" + code(per_day_lines(report))),
     ]
     if f.top_documents:
-        blocks.append(section("*Most-cited documents*\n" + code(document_lines(report))))
+        blocks.append(section(f"*{safe_mrkdwn(say('report_top_documents'))}*\n" + code(document_lines(report))))
     blocks.append({"type": "divider"})
-    gaps = [safe_mrkdwn(note) for note in report.notes] + [safe_mrkdwn(line) for line in cluster_lines(report)]
-    blocks.append(section("*Unanswered and down-voted questions, grouped by meaning*\n"
-                          + ("\n".join(gaps) or "None in this period.")))
+    gaps = [safe_mrkdwn(note) for note in report.notes_said(prompts)]
+    gaps += [safe_mrkdwn(line) for line in cluster_lines(report, prompts)]
+    blocks.append(section(f"*{safe_mrkdwn(say('report_gaps'))}*\n"
+                          + ("\n".join(gaps) or safe_mrkdwn(say("report_none")))))
     return {"type": "home", "blocks": blocks}
 
 
@@ -75,11 +81,13 @@ async def home_opened(event: dict, client: AsyncWebClient, settings: Settings, a
     user = event.get("user")
     if not settings.is_admin(user):
         return
-    try:
-        view = home_view(await latest_report(askdesk))
-    except Exception as exc:
-        log.warning("slack: report for the Home tab unavailable (%s)", type(exc).__name__)
-        view = {"type": "home", "blocks": [section("The report is unavailable right now; try again later.")]}
+    prompts = askdesk.prompts
+    with speaking(locale_language(prompts, await user_locale(client, user))):  # the admin's Slack language
+        try:
+            view = home_view(await latest_report(askdesk), prompts)
+        except Exception as exc:
+            log.warning("slack: report for the Home tab unavailable (%s)", type(exc).__name__)
+            view = {"type": "home", "blocks": [section(safe_mrkdwn(prompts.render("report_unavailable")))]}
     try:
         await client.views_publish(user_id=user, view=view)
     except Exception as exc:

@@ -5,21 +5,23 @@ Edit opens a modal with the answer's text: the owner is an expert, usually not a
 console admits admins only, so the edit happens where the reminder is. Slack's text input holds
 3,000 characters; a longer answer is edited by an admin in the console (its Edit button is left
 out of the DM). Every press, and the modal's submission, is checked against the answer's owner as
-its file records it (bot/permissions.py), never against anything the button carries.
+its file records it (bot/permissions.py), never against anything the button carries. The DM and
+its notes are said in the language of the answer's question (the expert answered it in that one).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.learned import Notifier, Reminder
-from agent.prompts import PromptSet
+from agent.prompts import PromptSet, speaking
+from bot.note_language import note_language
 from bot.permissions import press_refused
 from bot.slack.blocks import action_value
 from bot.slack.escape import safe_mrkdwn
@@ -34,6 +36,11 @@ INPUT_MAX = 3000  # Slack's limit on a plain_text_input
 
 def reminder_blocks(reminder: Reminder, prompts: PromptSet) -> tuple[str, list[dict[str, Any]]]:
     """The DM's text and blocks: what is asked, the answer as it stands, the three buttons."""
+    with speaking(note_language(prompts, reminder.language)):
+        return _reminder_blocks(reminder, prompts)
+
+
+def _reminder_blocks(reminder: Reminder, prompts: PromptSet) -> tuple[str, list[dict[str, Any]]]:
     answer = reminder.answer
     text = prompts.text("learned_review_expired" if reminder.expired else "learned_review_due",
                         question=answer.question, date=f"{reminder.review_by:%Y-%m-%d}", cited=reminder.cited)
@@ -81,14 +88,12 @@ def _presser(body: dict) -> str:
 
 async def pressed(body: dict, action: dict, client: AsyncWebClient, runner: Any) -> None:
     """Confirm, Edit or Retire under a review DM, by its owner or an admin."""
-    askdesk, prompts = runner.askdesk, runner.prompts
-    answers = askdesk.learned_answers
     name = str(action_value(action).get("n") or "")
     user = _presser(body)
     container = body.get("container") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     message_ts = container.get("message_ts")
-    answer = answers.get(name) if name else None
+    answer = runner.askdesk.learned_answers.get(name) if name else None
 
     async def done(text: str) -> None:
         """The DM's buttons give way to what was done (no second press)."""
@@ -101,8 +106,16 @@ async def pressed(body: dict, action: dict, client: AsyncWebClient, runner: Any)
 
     if answer is None:
         if channel:
-            await done(prompts.text("learned_gone"))
+            await done(runner.prompts.text("learned_gone"))
         return
+    with speaking(note_language(runner.prompts, runner.askdesk.clear_language(answer.question))):
+        await _review(body, action, client, runner, answer, done, channel=channel, message_ts=message_ts)
+
+
+async def _review(body: dict, action: dict, client: AsyncWebClient, runner: Any, answer: Any,
+                  done: Callable[[str], Awaitable[None]], *, channel: str | None, message_ts: str | None) -> None:
+    askdesk, prompts = runner.askdesk, runner.prompts
+    answers, name, user = askdesk.learned_answers, answer.name, _presser(body)
     refused = press_refused(askdesk.settings, prompts, "review_answer", presser=user,
                             owner=answer.owner.id if answer.owner is not None else None)
     if refused is not None:
@@ -164,7 +177,8 @@ async def edited(body: dict, view: dict, client: AsyncWebClient, runner: Any) ->
     saved = await answers.edit(name, text)
     if saved is None or not channel:
         return
-    note = prompts.text("learned_edited", date=f"{answers.review_by(saved):%Y-%m-%d}")
+    with speaking(note_language(prompts, askdesk.clear_language(answer.question))):
+        note = prompts.text("learned_edited", date=f"{answers.review_by(saved):%Y-%m-%d}")
     try:
         await client.chat_update(channel=channel, ts=message_ts, text=note,
                                  blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": safe_mrkdwn(note)}}])

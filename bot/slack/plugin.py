@@ -59,8 +59,18 @@ async def verify_bot_token(client: Any) -> dict:
 async def close_streams_left_open(bot: Any) -> None:
     """Answers that a process killed mid-answer left streaming ("Thinking…" for good) are closed
     with a note to ask again (bot/slack/reply.py: OpenStreams); never raises."""
+    from agent.prompts import speaking
+    from bot.note_language import spoken
+
     answering = bot.services.answering
-    await answering.streams.close_abandoned(bot.app.client, answering.askdesk.prompts.render("shutdown_interrupted"))
+    prompts = answering.askdesk.prompts
+
+    def note(lang: str | None) -> str:
+        """Said in the language the stream's answer spoke (recorded with it; an older record: English)."""
+        with speaking(spoken(prompts, lang)):
+            return prompts.render("shutdown_interrupted")
+
+    await answering.streams.close_abandoned(bot.app.client, note)
 
 
 class SlackSurface(Surface):

@@ -27,7 +27,8 @@ from agent.prompts import speaking
 from bot.slack.blocks import Block, answer_messages, fallback_text, feedback_value, plain
 from bot.slack.confirm_buttons import offer
 from bot.slack.escape import safe_mrkdwn
-from bot.slack.people import email_loader
+from bot.note_language import locale_language
+from bot.slack.people import email_loader, user_locale
 from bot.turn import Incoming
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class EphemeralReply:
 
     async def finish(self, delivery: "Delivery") -> str | None:
         result = delivery.result
-        value = feedback_value(delivery.answer_id, result.route, result.references) \
+        value = feedback_value(delivery.answer_id, result.route, result.references, result.language) \
             if delivery.feedback and result.action is None else None  # a proposal is rated once it ran
         messages = answer_messages(result.answer, result.references, notice=delivery.notice, value=value,
                                    prompts=self.prompts)
@@ -110,6 +111,9 @@ def private_label(prompts: "PromptSet") -> Block:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": plain(f":lock: {prompts.text('private_label')}")}]}
 
 
+USAGE_LOCALE_WAIT_S = 1.0  # the ack must leave within Slack's 3 seconds
+
+
 def register(app: AsyncApp, command: str) -> None:
     """The private slash command (`/askdesk …`), when one is configured."""
     if not command:
@@ -120,8 +124,11 @@ def register(app: AsyncApp, command: str) -> None:
                             client: AsyncWebClient) -> None:
         prompts = answering.askdesk.prompts
         text = (body.get("text") or "").strip()
-        if not text:
-            await ack(text=safe_mrkdwn(prompts.text("private_usage", command=command)), response_type="ephemeral")
+        if not text:  # nothing typed to tell a language by: the person's Slack language
+            locale = await user_locale(client, str(body.get("user_id") or ""), wait=USAGE_LOCALE_WAIT_S)
+            with speaking(locale_language(prompts, locale)):
+                await ack(text=safe_mrkdwn(prompts.text("private_usage", command=command)),
+                          response_type="ephemeral")
             return
         channel, user = str(body.get("channel_id") or ""), str(body.get("user_id") or "")
         allowed = answering.slack_settings.channels

@@ -22,13 +22,17 @@ A stream stays open in Slack until chat.stopStream, so a process killed mid-answ
 leave "Thinking…" spinning for good. Each open stream is therefore a claim in the state store
 (`OpenStreams`, shared by replicas), settled when the stream stops: the next process to start
 (`askdesk serve`) and the question's next delivery (Slack's retry) close any stream whose
-holder died, with a short note.
+holder died, with a short note. A claim names the stream and the language its answer spoke
+(`slack:stream:<channel>:<question ts>:<stream ts>:<lang>`), so the note is said in it; nothing
+of the question is in it.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from agent.prompts import LANGUAGE
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
@@ -57,7 +61,7 @@ STREAM_APPEND_EVERY = 1.05
 FEATURE_COOL_DOWN_S = 600.0
 TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
-STREAMS = "slack:stream:"  # the claims on open streams: slack:stream:<channel>:<question ts>:<stream ts>
+STREAMS = "slack:stream:"  # the claims on open streams: slack:stream:<channel>:<question ts>:<stream ts>:<lang>
 STREAM_TTL_S = 86400.0  # a process restarted within a day still closes what its predecessor left open
 
 SayStream = Callable[..., Awaitable[AsyncChatStream]]
@@ -86,8 +90,15 @@ class Features:
         self.no_status = CoolDown(cool_down_s)
 
 
-def stream_key(channel: str, question_ts: str, stream_ts: str) -> str:
-    return f"{STREAMS}{channel}:{question_ts}:{stream_ts}"
+def stream_key(channel: str, question_ts: str, stream_ts: str, lang: str) -> str:
+    return f"{STREAMS}{channel}:{question_ts}:{stream_ts}:{lang}"
+
+
+def stream_of(key: str) -> tuple[str, str, str | None]:
+    """(channel, stream ts, language) of a claim on an open stream; a claim written before claims
+    carried the answer's language has none (None)."""
+    parts = key[len(STREAMS):].split(":")
+    return parts[0], parts[2], parts[3] if len(parts) > 3 else None
 
 
 class OpenStreams:
@@ -99,17 +110,18 @@ class OpenStreams:
         self.state = state
         self.ttl_s = ttl_s
 
-    async def opened(self, channel: str, question_ts: str, stream_ts: str) -> None:
-        await self.state.claim(stream_key(channel, question_ts, stream_ts), self.ttl_s)
+    async def opened(self, channel: str, question_ts: str, stream_ts: str, lang: str) -> None:
+        await self.state.claim(stream_key(channel, question_ts, stream_ts, lang), self.ttl_s)
 
-    async def closed(self, channel: str, question_ts: str, stream_ts: str) -> None:
-        await self.state.settle(stream_key(channel, question_ts, stream_ts))
+    async def closed(self, channel: str, question_ts: str, stream_ts: str, lang: str) -> None:
+        await self.state.settle(stream_key(channel, question_ts, stream_ts, lang))
 
-    async def close_abandoned(self, client: AsyncWebClient, note: str, *, channel: str | None = None,
-                              question_ts: str | None = None) -> int:
-        """Stop, with `note`, every stream a process that is gone left open (only those answering
-        one question, with `channel` and `question_ts`); how many were stopped. Never raises:
-        replicas starting together each take over different streams (`claim` grants one)."""
+    async def close_abandoned(self, client: AsyncWebClient, note: Callable[[str | None], str], *,
+                              channel: str | None = None, question_ts: str | None = None) -> int:
+        """Stop, with `note(language the stream's answer spoke)`, every stream a process that is
+        gone left open (only those answering one question, with `channel` and `question_ts`); how
+        many were stopped. Never raises: replicas starting together each take over different
+        streams (`claim` grants one)."""
         prefix = STREAMS + (f"{channel}:{question_ts}:" if channel and question_ts else "")
         try:
             keys = await self.state.abandoned(prefix)
@@ -123,7 +135,7 @@ class OpenStreams:
             log.warning("slack: closed %d answer(s) left streaming by a process that stopped mid-answer", stopped)
         return stopped
 
-    async def _close(self, client: AsyncWebClient, key: str, note: str) -> int:
+    async def _close(self, client: AsyncWebClient, key: str, note: Callable[[str | None], str]) -> int:
         """1 when this process took the stream over and stopped it, else 0."""
         try:
             if not await self.state.claim(key, self.ttl_s):
@@ -132,8 +144,8 @@ class OpenStreams:
             log.info("slack: a stream left open was not taken over: %s", type(exc).__name__)
             return 0
         try:
-            where, _, ts = key[len(STREAMS):].rsplit(":", 2)
-            await client.chat_stopStream(channel=where, ts=ts, markdown_text=safe_markdown(note))
+            where, ts, lang = stream_of(key)
+            await client.chat_stopStream(channel=where, ts=ts, markdown_text=safe_markdown(note(lang)))
             closed = 1
         except Exception as exc:  # stopped already (its holder died after the stop call), deleted, Slack down
             log.info("slack: a stream left open was not closed: %s", describe(exc))
@@ -183,6 +195,7 @@ class SlackReply:
         self.open_streams: OpenStreams | None = None  # where the open stream is recorded (track())
         self.question_ts: str | None = None
         self._tracked: str | None = None  # the stream's ts while it is recorded as open
+        self._tracked_language = LANGUAGE.get()  # the language its answer speaks, recorded with it
 
     def track(self, streams: OpenStreams, question_ts: str) -> None:
         """Record this reply's stream as open (under its question) until it stops, so that a
@@ -193,9 +206,9 @@ class SlackReply:
         if self.open_streams is None or self.question_ts is None or self._tracked is not None:
             return
         if self.stream is not None and self.stream.ts:
-            self._tracked = self.stream.ts
+            self._tracked, self._tracked_language = self.stream.ts, LANGUAGE.get()  # the turn's, by now
             try:
-                await self.open_streams.opened(self.channel, self.question_ts, self._tracked)
+                await self.open_streams.opened(self.channel, self.question_ts, self._tracked, self._tracked_language)
             except Exception as exc:  # the answer matters more than the record
                 log.warning("slack: an open stream was not recorded: %s", type(exc).__name__)
 
@@ -204,7 +217,7 @@ class SlackReply:
             return
         ts, self._tracked = self._tracked, None
         try:
-            await self.open_streams.closed(self.channel, self.question_ts, ts)
+            await self.open_streams.closed(self.channel, self.question_ts, ts, self._tracked_language)
         except Exception as exc:
             log.warning("slack: a stopped stream was not recorded: %s", type(exc).__name__)
 
@@ -332,10 +345,11 @@ class SlackReply:
     async def finish(self, delivery: "Delivery") -> str | None:
         """Deliver a turn's answer (bot/turn.py); the first delivered message's ts."""
         result = delivery.result
-        value = feedback_value(delivery.answer_id, result.route, result.references) \
+        value = feedback_value(delivery.answer_id, result.route, result.references, result.language) \
             if delivery.feedback and result.action is None else None  # a proposal is rated once it ran
         self._escalate = delivery.ask_a_person and value is not None  # in the answer's message, no extra call
-        self._anyway = anyway_value(self.asked_ts) if delivery.search_anyway and self.asked_ts else None
+        self._anyway = (anyway_value(self.asked_ts, result.language)
+                        if delivery.search_anyway and self.asked_ts else None)
         await self.deliver(result.answer, result.references, notice=delivery.notice, value=value)
         if result.action is not None:  # Confirm / Cancel under it (bot/slack/confirm_buttons.py)
             await offer(thread_poster(self.client, self.channel, self.thread_ts), result.action, self.prompts)

@@ -90,10 +90,11 @@ class TeamsReply:
         if delivery.ask_a_person:  # in the answer's own message: no extra call
             rendered.activity.add_attachments(escalate_button(
                 self.bot.prompts, answer_id=delivery.answer_id, question=self.question,
-                attempt=delivery.result.answer))
+                attempt=delivery.result.answer, language=delivery.result.language))
         if delivery.search_anyway:
             rendered.activity.add_attachments(anyway_button(self.bot.prompts, answer_id=delivery.answer_id,
-                                                            question=self.question))
+                                                            question=self.question,
+                                                            language=delivery.result.language))
         try:
             sent = await self.renderer.finish(rendered.activity)
             for more in rendered.more:  # an answer card too large for one message goes on in the next

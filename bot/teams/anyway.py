@@ -5,7 +5,9 @@ answer: the asker gets the last word. The press carries the question (Teams give
 read a conversation back); it is answered in the same conversation as if it had never been
 refused, once per refusal, however often the button is pressed. Only the asker, as recorded with
 the refusal (the button's data names the answer, not who may press it), or an admin may press it;
-anyone else gets a note only they see, and nothing is searched (bot/permissions.py).
+anyone else gets a note only they see, and nothing is searched (bot/permissions.py). The notes are
+said in the refusal's language (the button's `l`; a button made before it carried one: the
+question's, bot/note_language.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from agent.prompts import speaking
+from bot.note_language import LANGUAGE_KEY, note_language, spoken
 from bot.permissions import asker_of, press_refused
 from bot.teams.answer import answer, note
 from bot.teams.incoming import TeamsMessage
@@ -26,6 +30,13 @@ PRESSED_TTL_S = 30 * 24 * 3600
 
 async def search_anyway(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any]) -> None:
     question = str(data.get("q") or "").strip()
+    carried = spoken(bot.prompts, data.get(LANGUAGE_KEY))
+    with speaking(carried or note_language(bot.prompts, bot.askdesk.clear_language(question))):
+        await _search_anyway(bot, ctx, incoming, data, question)
+
+
+async def _search_anyway(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any],
+                         question: str) -> None:
     if not question:
         await note(ctx, bot.text("search_anyway_lost"))
         return

@@ -5,6 +5,7 @@ A press is a message activity whose `value` is the button's data. The asker's de
 through the turn runner and is answered in the same conversation like a question (to the asker
 alone when the proposal was private); anyone else gets a note only they see, and nothing runs.
 The service refuses a second decision of the same action, so a card pressed twice runs once.
+The note is said in the language of the question the action answers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from agent.prompts import speaking
 from bot.confirm import CANCEL, CONFIRM, confirmation_of, press_refused
+from bot.note_language import note_language
 from bot.teams.answer import TeamsReply
 from bot.teams.incoming import TeamsMessage
 from bot.teams.private import private_note
@@ -34,7 +37,8 @@ async def decide(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, value: dict[
     confirmation = confirmation_of(str(value["askdesk"]), value.get("action"))
     if confirmation is None:
         return
-    refused = press_refused(bot.prompts, incoming.user_id, confirmation.action)
+    with speaking(note_language(bot.prompts, bot.askdesk.clear_language(confirmation.action.question))):
+        refused = press_refused(bot.prompts, incoming.user_id, confirmation.action)
     if refused is not None:
         await private_note(bot, ctx, incoming, refused)
         return

@@ -18,6 +18,7 @@ here, a Teams asker reached proactively from Slack.
 "Ask a person" is the asker's to press (as recorded with the answer: the button's data names the
 answer, never who may press it), "Save as answer" the replying expert's; admins may press both
 (bot/permissions.py). Anyone else gets a note only they see, and nothing changes.
+An escalation speaks its answer's language (the button's `l`, bot/note_language.py), as on Slack.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from microsoft_teams.api import MessageActivityInput
 from microsoft_teams.api.clients.conversation import CreateConversationParams
 
 from agent.learned import Owner
+from agent.prompts import speaking
 from agent.state.base import Escalation, utcnow
 from bot.escalation import Target
+from bot.note_language import pressed_language
 from bot.permissions import asker_of, press_refused
 from bot.teams.answer import note
 from bot.teams.escalation_cards import SAVE_ANSWER, deep_link, escalate_button, escalation_card, save_button
@@ -60,11 +63,15 @@ def describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def thanks_message(bot: "TeamsBot", *, message_id: str | None) -> MessageActivityInput:
-    """The reply to the asker's 👎: thanks, and "Ask a person" when an escalation conversation is set."""
-    message = MessageActivityInput(text=teams_text(bot.runner.prompts.render("feedback_thanks")))
-    if teams_target(bot):
-        message.add_attachments(escalate_button(bot.prompts, answer_id=None, message_id=message_id))
+def thanks_message(bot: "TeamsBot", *, message_id: str | None,
+                   language: str | None = None) -> MessageActivityInput:
+    """The reply to the asker's 👎, in `language`: thanks, and "Ask a person" when an escalation
+    conversation is set."""
+    with speaking(language):
+        message = MessageActivityInput(text=teams_text(bot.runner.prompts.render("feedback_thanks")))
+        if teams_target(bot):
+            message.add_attachments(escalate_button(bot.prompts, answer_id=None, message_id=message_id,
+                                                    language=language))
     return message
 
 
@@ -105,9 +112,7 @@ class TeamsDesk:
 
     async def post(self, e: Escalation) -> str:
         app, (service_url, tenant) = self.bot.app, self.bot.connector
-        heading = self.bot.prompts.text("escalation_heading", asker=e.asker_name or e.asker)
-        card = MessageActivityInput(text=f"**{teams_text(heading)}**")
-        card.add_attachments(escalation_card(e, self.bot.prompts))
+        card = escalation_message(e, self.bot.prompts)
         api = app.api.from_service_url(service_url) if service_url else app.api
         return await post_card(api, e.target_channel, card, tenant)
 
@@ -117,9 +122,19 @@ class TeamsDesk:
                                     else api, e)
 
 
+def escalation_message(e: Escalation, prompts: Any) -> MessageActivityInput:
+    """The question as posted for a person, in the escalation's language."""
+    with speaking(e.language):
+        heading = prompts.text("escalation_heading", asker=e.asker_name or e.asker)
+        card = MessageActivityInput(text=f"**{teams_text(heading)}**")
+        card.add_attachments(escalation_card(e, prompts))
+    return card
+
+
 async def relay_to_asker(bot: "TeamsBot", api: Any, e: Escalation) -> bool:
     """The expert's reply, attributed, in the Teams asker's conversation; never raises."""
-    heading = bot.prompts.text("escalation_relayed", expert=e.expert_name or e.expert_id or "?")
+    with speaking(e.language):
+        heading = bot.prompts.text("escalation_relayed", expert=e.expert_name or e.expert_id or "?")
     try:
         await api.conversations.create_activity(e.conversation, MessageActivityInput(
             text=f"**{teams_text(heading)}**\n\n{teams_text(e.expert_answer or '')}"))
@@ -130,6 +145,11 @@ async def relay_to_asker(bot: "TeamsBot", api: Any, e: Escalation) -> bool:
 
 
 async def ask_a_person(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any]) -> None:
+    with speaking(pressed_language(bot.prompts, data)) as lang:
+        await _ask_a_person(bot, ctx, incoming, data, lang)
+
+
+async def _ask_a_person(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any], lang: str) -> None:
     activity = ctx.activity
     conversation = activity.conversation.id
     found = teams_target(bot)
@@ -162,11 +182,9 @@ async def ask_a_person(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: 
         question=str(question), attempt=attempt, sources=list(record.sources) if record else [],
         asker_name=incoming.user_name if asker == incoming.user_id else None,
         asker_service_url=activity.service_url, link=deep_link(conversation),
-        target_surface=surface, target_channel=target)
+        target_surface=surface, target_channel=target, language=lang)
     await state.save_escalation(escalation)  # kept whatever happens to the post
-    heading = prompts.text("escalation_heading", asker=escalation.asker_name or escalation.asker)
-    card = MessageActivityInput(text=f"**{teams_text(heading)}**")
-    card.add_attachments(escalation_card(escalation, prompts))
+    card = escalation_message(escalation, prompts)
     desk = bot.runner.escalation_desks.get(surface)
     try:
         if surface == "teams":
@@ -216,8 +234,9 @@ async def deliver_reply(bot: "TeamsBot", api: Any, e: Escalation) -> None:
     if not await (desk.relay(e) if desk is not None else relay_to_asker(bot, api, e)):
         return
     where = e.target_thread if ";messageid=" in (e.target_thread or "") else e.target_channel
-    offer = MessageActivityInput(text=teams_text(prompts.text("escalation_relay_done")))
-    offer.add_attachments(save_button(prompts, e.id))
+    with speaking(e.language):
+        offer = MessageActivityInput(text=teams_text(prompts.text("escalation_relay_done")))
+        offer.add_attachments(save_button(prompts, e.id))
     try:
         await api.conversations.create_activity(where, offer)
     except Exception as exc:
@@ -226,10 +245,15 @@ async def deliver_reply(bot: "TeamsBot", api: Any, e: Escalation) -> None:
 
 async def save_answer(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, data: dict[str, Any]) -> None:
     """Keep the expert's reply as a learned answer (once), and say so in the thread."""
-    prompts, state = bot.prompts, bot.runner.state
-    escalation = await state.escalation(str(data.get("e") or ""))
+    escalation = await bot.runner.state.escalation(str(data.get("e") or ""))
     if escalation is None or not escalation.expert_answer:
         return
+    with speaking(escalation.language):
+        await _save(bot, ctx, incoming, escalation)
+
+
+async def _save(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, escalation: Escalation) -> None:
+    prompts, state = bot.prompts, bot.runner.state
     refused = press_refused(bot.settings, prompts, "save_answer", presser=incoming.user_id,
                             owner=escalation.expert_id)
     if refused is not None:

@@ -6,7 +6,8 @@ Buttons are `Action.Submit`: pressing one sends a message activity whose `value`
 data (no text), which reaches the bot in every scope, mention or not. The data says which action
 (`askdesk`), and carries what the press needs: the answer's id, and on an answer's own button
 the question and askdesk's attempt (Teams gives a bot no way to read a conversation back, and a
-private or `store_text`-less answer keeps no question anywhere else).
+private or `store_text`-less answer keeps no question anywhere else), and the answer's language
+(`l`: the notes of a press are said in it, bot/note_language.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from microsoft_teams.api import AdaptiveCardAttachment, Attachment, card_attachm
 from microsoft_teams.cards import ActionSet, AdaptiveCard, SubmitAction, TextBlock
 
 from agent.state.base import Escalation
+from bot.note_language import LANGUAGE_KEY
 from bot.teams.escape import teams_text
 
 CARD_VERSION = "1.5"
@@ -40,7 +42,8 @@ def _button(title: str, data: dict[str, Any]) -> Attachment:
 
 
 def escalate_button(prompts: Any, *, answer_id: str | None, question: str | None = None,
-                    attempt: str | None = None, message_id: str | None = None) -> Attachment:
+                    attempt: str | None = None, message_id: str | None = None,
+                    language: str | None = None) -> Attachment:
     """"Ask a person", on the answer itself (question and attempt in its data) or after a 👎
     (the rated message's id: the question is read back from the conversation's memory). The
     asker is not in the data: a press is checked against the answer's record."""
@@ -49,14 +52,17 @@ def escalate_button(prompts: Any, *, answer_id: str | None, question: str | None
         data |= {"q": question[:DATA_CHARS], "t": (attempt or "")[:DATA_CHARS]}
     if message_id:
         data["m"] = message_id
+    if language:
+        data[LANGUAGE_KEY] = language
     return _button("🙋 " + prompts.text("escalate_button"), data)
 
 
-def anyway_button(prompts: Any, *, answer_id: str, question: str) -> Attachment:
+def anyway_button(prompts: Any, *, answer_id: str, question: str, language: str | None = None) -> Attachment:
     """"Search the documents anyway", under a refusal: the question rides in the data (Teams
     gives a bot no way to read it back)."""
     return _button("🔎 " + prompts.text("search_anyway_button"),
-                   {"askdesk": SEARCH_ANYWAY, "a": answer_id, "q": question[:DATA_CHARS]})
+                   {"askdesk": SEARCH_ANYWAY, "a": answer_id, "q": question[:DATA_CHARS],
+                    **({LANGUAGE_KEY: language} if language else {})})
 
 
 def save_button(prompts: Any, escalation_id: str) -> Attachment:

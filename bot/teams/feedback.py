@@ -7,7 +7,9 @@ answers (after a restart: rating only). What the person typed in the feedback fo
 (`feedback`: JSON with `feedbackText`) is stored as the record's comment, unless the answer was
 private (or is no longer known: it may have been). With an escalation conversation set, the
 asker's 👎 on a public answer is answered with thanks and "Ask a person" (bot/teams/escalation.py);
-anyone else's only gets Teams' own acknowledgement.
+anyone else's only gets Teams' own acknowledgement. Teams' feedback carries no data of the bot's,
+so the thanks is said in the language of the asker's latest clear question in the conversation's
+memory, else the presser's Teams locale, else English (bot/note_language.py).
 """
 
 import json
@@ -16,6 +18,7 @@ import logging
 from microsoft_teams.api import MessageSubmitActionInvokeActivity
 from microsoft_teams.apps import ActivityContext
 
+from bot.note_language import locale_language, spoken
 from bot.teams.escalation import thanks_message
 from bot.teams.settings import SURFACE
 
@@ -38,13 +41,26 @@ def register(bot) -> None:
             log.error("teams: feedback not stored: %s", type(exc).__name__)
         if (activity.value.action_value.reaction != "like"
                 and bot.runner.offers_escalation(SURFACE, record, activity.from_.id)):
-            bot.spawn(_thanks(ctx, thanks_message(bot, message_id=activity.reply_to_id)))
+            bot.spawn(_thanks(bot, ctx, conversation, activity.reply_to_id, activity.locale))
 
 
-async def _thanks(ctx: ActivityContext, message) -> None:
-    """After a 👎: thanks, with "Ask a person" (bot/teams/escalation.py); never raises."""
+async def rated_language(bot, conversation: str, locale: str | None) -> str | None:
+    """The language the rated answer was most likely said in (None: English); never raises."""
     try:
-        await ctx.send(message)
+        messages = (await bot.askdesk.state.load("teams", conversation)).messages
+    except Exception as exc:
+        log.info("teams: the conversation's language could not be read (%s)", type(exc).__name__)
+        messages = []
+    asked = (bot.askdesk.clear_language(m.content) for m in reversed(messages) if m.role == "user" and m.content)
+    return spoken(bot.prompts, next((lang for lang in asked if lang), None)) or locale_language(bot.prompts, locale)
+
+
+async def _thanks(bot, ctx: ActivityContext, conversation: str, message_id: str | None, locale: str | None) -> None:
+    """After a 👎: thanks, with "Ask a person" (bot/teams/escalation.py), after the invoke's
+    response; never raises."""
+    language = await rated_language(bot, conversation, locale)
+    try:
+        await ctx.send(thanks_message(bot, message_id=message_id, language=language))
     except Exception as exc:
         log.info("teams: feedback thanks not sent (%s)", type(exc).__name__)
 

@@ -6,7 +6,8 @@ owner typed (an Adaptive Card's Action.Submit sends the card's inputs with the p
 deletes it. The edit happens in the card because the owner, an expert, is usually not an admin
 and the console admits admins only. The owner is reached through the Bot Connector and tenant of
 the press that saved the answer (Teams gives a bot no other way to start a chat); a press is
-checked against the owner the answer's file records (bot/permissions.py).
+checked against the owner the answer's file records (bot/permissions.py). The card and its notes
+are said in the language of the answer's question (the expert answered it in that one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from microsoft_teams.api.clients.conversation import CreateConversationParams
 from microsoft_teams.cards import ActionSet, AdaptiveCard, SubmitAction, TextBlock, TextInput
 
 from agent.learned import Notifier, Reminder
+from agent.prompts import speaking
+from bot.note_language import note_language
 from bot.permissions import press_refused
 from bot.teams.answer import note
 from bot.teams.escape import teams_text
@@ -39,6 +42,11 @@ INPUT_MAX = 20_000
 
 def review_card(reminder: Reminder, prompts: Any) -> MessageActivityInput:
     """The reminder's text, the answer in an editable field, and Confirm / Save edit / Retire."""
+    with speaking(note_language(prompts, reminder.language)):
+        return _review_card(reminder, prompts)
+
+
+def _review_card(reminder: Reminder, prompts: Any) -> MessageActivityInput:
     answer = reminder.answer
     text = prompts.text("learned_review_expired" if reminder.expired else "learned_review_due",
                         question=answer.question, date=f"{reminder.review_by:%Y-%m-%d}", cited=reminder.cited)
@@ -97,6 +105,13 @@ async def review(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, value: dict[
     if answer is None:
         await note(ctx, prompts.text("learned_gone"))
         return
+    with speaking(note_language(prompts, askdesk.clear_language(answer.question))):
+        await _review(bot, ctx, incoming, value, answer)
+
+
+async def _review(bot: "TeamsBot", ctx: Any, incoming: TeamsMessage, value: dict[str, Any], answer: Any) -> None:
+    askdesk, prompts = bot.askdesk, bot.prompts
+    answers, name = askdesk.learned_answers, answer.name
     refused = press_refused(askdesk.settings, prompts, "review_answer", presser=incoming.user_id,
                             owner=answer.owner.id if answer.owner is not None else None)
     if refused is not None:

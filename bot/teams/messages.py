@@ -8,7 +8,9 @@ and no text) and a person's reply in an escalation thread go to bot/teams/escala
 the documents anyway" under a refusal: bot/teams/anyway.py).
 
 The handler only decides and acknowledges; the turn runs in the background (bot.spawn),
-so the HTTP response never waits on the agent.
+so the HTTP response never waits on the agent. A note before any turn (an empty message) and a
+registry command's card are said in the message's language when it is clear, else in the
+activity's `locale`'s, else English (bot/note_language.py).
 """
 
 import logging
@@ -16,6 +18,8 @@ import logging
 from microsoft_teams.api import MessageActivity
 from microsoft_teams.apps import ActivityContext
 
+from agent.prompts import speaking
+from bot.note_language import locale_language, note_language
 from bot.teams.answer import answer, note
 from bot.teams.commands import command_message, command_of
 from bot.teams import anyway, confirm, escalation, learned_review
@@ -79,7 +83,7 @@ async def send_report(bot, ctx) -> None:
         message = await report_message(bot.askdesk)
     except Exception as exc:
         log.warning("teams: report unavailable (%s)", type(exc).__name__)
-        await note(ctx, "The report is unavailable right now; try again later.")
+        await note(ctx, bot.prompts.render("report_unavailable"))
         return
     try:
         await ctx.send(message)
@@ -106,14 +110,17 @@ async def _handle(bot, ctx, incoming: TeamsMessage) -> None:
     if not await _addressed(bot, incoming):
         return
     if not incoming.text and not incoming.files:  # files alone are a question about them
-        await note(ctx, bot.runner.prompts.render("empty_message"))
+        with speaking(locale_language(bot.prompts, ctx.activity.locale)):
+            await note(ctx, bot.runner.prompts.render("empty_message"))
         return
     if wants_report(bot.settings, incoming.text, incoming.user_id):  # admins only (bot/teams/report_card.py)
-        await send_report(bot, ctx)
+        with speaking(locale_language(bot.prompts, ctx.activity.locale)):  # the admin's Teams language
+            await send_report(bot, ctx)
         return
     found = command_of(bot, incoming.text)
     if found is not None:
-        message = await command_message(bot, *found)
+        with speaking(note_language(bot.prompts, bot.askdesk.clear_language(found[1]), locale=ctx.activity.locale)):
+            message = await command_message(bot, *found)
         try:
             await ctx.send(message)
         except Exception as exc:

@@ -1,6 +1,7 @@
 """Welcome when the app is installed (or the bot joins a conversation): what askdesk does,
 and in personal chats a few suggested prompts the user can tap (suggested actions send
-them as the user's own message)."""
+them as the user's own message). It is said in the language of the activity's `locale`
+("es-ES": Spanish) when askdesk speaks it, else English (bot/note_language.py)."""
 
 import logging
 
@@ -14,6 +15,8 @@ from microsoft_teams.api import (
 )
 from microsoft_teams.apps import ActivityContext
 
+from agent.prompts import speaking
+from bot.note_language import locale_language
 from bot.teams.escape import teams_text
 
 log = logging.getLogger("askdesk.teams")
@@ -27,7 +30,8 @@ def _title(text: str) -> str:
 
 
 def welcome_message(bot, scope: str, user_id: str | None, prompts: list[str]) -> MessageActivityInput:
-    capabilities = bot.askdesk.identity.get(None).capabilities  # settings, domain file or the KB's titles
+    # settings, domain file or the KB's titles, in the language being spoken
+    capabilities = bot.askdesk.identity.get(None).capabilities_in()
     # capabilities may come from the documents' titles: rendered like any untrusted text
     message = MessageActivityInput(text=teams_text(bot.text("teams_welcome", capabilities=capabilities,
                                                             commands=bot.askdesk.commands(), scope=scope)))
@@ -57,7 +61,9 @@ async def send_welcome(bot, ctx) -> None:
     try:
         await bot.askdesk.identity.load(None)
         prompts = await teams_prompts(bot)
-        await ctx.send(welcome_message(bot, scope, ctx.activity.from_.id if scope == "personal" else None, prompts))
+        with speaking(locale_language(bot.prompts, ctx.activity.locale)):
+            message = welcome_message(bot, scope, ctx.activity.from_.id if scope == "personal" else None, prompts)
+        await ctx.send(message)
     except Exception as exc:
         log.warning("teams: welcome not sent (%s)", type(exc).__name__)
 

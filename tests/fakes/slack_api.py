@@ -44,6 +44,7 @@ class FakeSlackAPI:
         self.scripted: dict[str, list[tuple[int, dict[str, Any], dict[str, str]]]] = {}
         self.streams: dict[tuple[str, str], dict[str, Any]] = {}
         self.emails: dict[str, str] = {}  # user id -> the email users.info returns (users:read.email)
+        self.locales: dict[str, str] = {}  # user id -> the locale users.info returns with include_locale
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -341,9 +342,13 @@ class FakeSlackAPI:
                 "permalink": f"https://fake.slack.com/archives/{args.get('channel')}/p{str(args.get('message_ts')).replace('.', '')}"}
 
     def _users_info(self, args: dict) -> dict:
+        """As Slack answers: `user.locale` ("en-US" unless set) only when asked with include_locale."""
         user = args.get("user", "")
         profile = {"real_name": f"Person {user}", **({"email": self.emails[user]} if user in self.emails else {})}
-        return {"ok": True, "user": {"id": user, "name": user.lower(), "profile": profile}}
+        found = {"id": user, "name": user.lower(), "profile": profile}
+        if str(args.get("include_locale", "")).lower() in ("1", "true"):
+            found["locale"] = self.locales.get(user, "en-US")
+        return {"ok": True, "user": found}
 
     def _views_open(self, args: dict) -> dict:
         return {"ok": True, "view": {"id": "V0001", **(args.get("view") if isinstance(args.get("view"), dict) else {})}}

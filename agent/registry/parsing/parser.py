@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from agent.prompts import PromptSet
+
 from agent.registry.parsing.counts import take_latlon, take_limit, take_quoted
 from agent.registry.parsing.days import take_days
 from agent.registry.parsing.hours import take_hours
@@ -62,9 +64,9 @@ class QueryParser:
         take_flags(st, spec)
         take_tags(st, spec)
 
-    def parse(self, text: str, index: PlaceIndex) -> ParsedQuery:
+    def parse(self, text: str, index: PlaceIndex, prompts: "PromptSet | None" = None) -> ParsedQuery:
         spec = self.spec
-        st = Parse(normalise(text or ""))
+        st = Parse(normalise(text or ""), prompts=prompts)
         st.text = spec.qualifiers.sub(" ", st.text)  # "downtown Austin" is Austin
         quoted = take_quoted(st)
         take_limit(st, spec)

@@ -60,7 +60,7 @@ class PlaceReader:
         level, key, n, fuzzy = hit
         name = self.index.display(level, key)
         if fuzzy:
-            self.st.notes.append(f"read '{' '.join(words[:n])}' as {name}")
+            self.st.read_as(" ".join(words[:n]), name)
         return level, name, span_of_words(rest, n)
 
     # --- near X ------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ class PlaceReader:
             if hit and hit[0] == level:
                 name = index.display(level, hit[1])
                 v.setdefault(level, name)
-                self.st.notes.append(f"read '{key} {word}' as {name}")
+                self.st.read_as(f"{key} {word}", name)
                 return keep(n)
         # an unknown name: pass it on as written so the search can suggest
         n = 0
@@ -205,6 +205,6 @@ class PlaceReader:
                 if hit:
                     name = self.index.display(hit[0], hit[1])
                     v[hit[0]] = name
-                    self.st.notes.append(f"read '{key}' as {name}")
+                    self.st.read_as(key, name)
                     del leftover[i : i + n]
                     return

@@ -10,6 +10,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from agent.prompts import PromptSet, default_prompts
+
 SEP = " | "  # what a recognised phrase leaves behind: stops phrases from joining across it
 
 
@@ -42,6 +44,12 @@ class Parse:
     text: str
     values: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    prompts: PromptSet | None = None  # the notes' sentences (None: the packaged prompts)
+
+    def read_as(self, read: str, value: str) -> None:
+        """Note how a piece of the text was read ("read 'san antono' as San Antonio"), said in the
+        language being spoken."""
+        self.notes.append((self.prompts or default_prompts()).text("registry_read_as", text=read, value=value))
 
     def take(self, pattern: re.Pattern, handle: Callable[[re.Match], Any]) -> None:
         """Replace each match by SEP (the handler read it), by what the handler returns when it

@@ -43,7 +43,7 @@ def _take_one(st: Parse, tags: TagPatterns) -> None:
             return False
         if value not in found:
             found.append(value)
-        st.notes.append(f"read '{m.group(0).strip()}' as {value}")
+        st.read_as(m.group(0).strip(), value)
         return None
 
     if tags.ages:
