@@ -219,22 +219,39 @@ def registry_subset(dest: Path, keep) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module")
-async def kb_runtime(tmp_path_factory, kb_subset_cache):
-    """The surfaces' knowledge base, ingested once per module: one small document (its
-    embeddings from the session's warm cache) and eight Austin facilities in the demo's registry."""
+async def _surface_kb(tmp_path_factory, kb_subset_cache) -> Path:
+    """The surfaces' data dir, built once per run by the first worker that needs it (closed
+    afterwards, so each module opens a copy of its own)."""
     from agent.knowledge.ingest import ingest
     from tests.conftest import seed_embeddings
 
-    root = tmp_path_factory.mktemp("surface-kb")
-    settings = Settings(data_dir=root / "data")
-    settings.data_dir.mkdir(parents=True)
-    shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
-    seed_embeddings(settings.data_dir)
-    runtime = Runtime.open(settings)
-    await ingest(runtime, [SAMPLE_KB / SMALL_KB_DOC])
-    austin = iter(range(8))
-    await ingest_demo_registry(runtime, registry_subset(
-        root / "facilities.csv", lambda r: r["city"] == "AUSTIN" and next(austin, None) is not None))
+    shared = _shared_temp(tmp_path_factory)
+    built = shared / "surface-kb-built"
+    with _exclusive(shared / "surface-kb.lock"):
+        if not (built / "complete").exists():
+            shutil.rmtree(built, ignore_errors=True)
+            settings = Settings(data_dir=built / "data")
+            settings.data_dir.mkdir(parents=True)
+            shutil.copy(kb_subset_cache, settings.data_dir / kb_subset_cache.name)
+            seed_embeddings(settings.data_dir)
+            runtime = Runtime.open(settings)
+            try:
+                await ingest(runtime, [SAMPLE_KB / SMALL_KB_DOC])
+                austin = iter(range(8))
+                await ingest_demo_registry(runtime, registry_subset(
+                    built / "facilities.csv", lambda r: r["city"] == "AUSTIN" and next(austin, None) is not None))
+            finally:
+                await runtime.close()
+            (built / "complete").touch()
+    return built / "data"
+
+
+@pytest.fixture(scope="module")
+async def kb_runtime(tmp_path_factory, kb_subset_cache):
+    """The surfaces' knowledge base, a copy per module: one small document (its embeddings from
+    the session's warm cache) and eight Austin facilities in the demo's registry."""
+    data = tmp_path_factory.mktemp("surface-kb") / "data"
+    shutil.copytree(await _surface_kb(tmp_path_factory, kb_subset_cache), data)
+    runtime = Runtime.open(Settings(data_dir=data))
     yield runtime
     await runtime.close()
