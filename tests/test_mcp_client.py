@@ -165,7 +165,7 @@ async def test_a_hung_call_is_one_timeout_then_the_server_rests(runtime, monkeyp
     assert "did not answer within 3 s" in first.text and 2.9 < time.perf_counter() - started < 5
     started = time.perf_counter()
     second = await provider.call("echo", {"text": "x"})  # right after: no second timeout
-    assert time.perf_counter() - started < 0.2
+    assert time.perf_counter() - started < 1.0  # no second 3 s wait
     assert second.text == "ERROR: fx__echo was not run: the MCP server fx did not answer within 3 s. Answer without it."
 
 

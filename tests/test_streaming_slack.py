@@ -147,8 +147,10 @@ def most_in_a_second(times: list[float]) -> int:
 
 async def test_the_answer_flows_into_slack_about_once_a_second_without_freezing(make_bot, fake_slack, llm):
     """Issue 20: at 40 tokens/s Slack got the first words, then nothing for 4 s, then 600
-    characters. Now: new text at least every 1.2 s while the model writes, and never more than
-    one append a second after the first text (chat.appendStream's rate tier)."""
+    characters. Now: new text about once a second while the model writes (never a gap of 2 s: the
+    flush interval is 1 s, and a loaded 2-core machine delays a flush by a few tenths, never by
+    the old freeze's seconds), and never more than one append a second after the first text
+    (chat.appendStream's rate tier)."""
     llm.set_stream_pace(AGENT, first_token=0.3, tokens_per_s=40)  # ~4.5 s for this answer
     llm.script(AGENT, final(ANSWER, KB_DOC))
     slack = await make_bot()
@@ -164,7 +166,7 @@ async def test_the_answer_flows_into_slack_about_once_a_second_without_freezing(
     assert "".join(text_of(c) for c in with_text) == ANSWER
     writing = [c.at for c in with_text if c.at <= model_done]
     assert len(writing) >= 4, writing  # it flowed: not one append per 600 characters
-    assert longest_gap(writing + [model_done]) < 1.2
+    assert longest_gap(writing + [model_done]) < 2.0
     appends = [c.at for c in with_text if c.method == "chat.appendStream"]
     assert most_in_a_second(appends[1:]) <= 1
     for call in with_text[1:-1]:  # whole words: no append ends inside one

