@@ -44,6 +44,28 @@ class SlowQueryEmbedder(HashEmbedder):
         return await super().embed_query(text)
 
 
+async def searched_while_updating(runtime: Runtime, kb, target, probe) -> None:
+    """Ingest `kb`, then rewrite `target` eight times (each ingest updating it) while four loops
+    run `probe` back to back; the runtime is closed at the end."""
+    stop = asyncio.Event()
+
+    async def searcher() -> None:
+        while not stop.is_set():
+            await probe()
+            await asyncio.sleep(0)
+
+    try:
+        await ingest(runtime, [kb])
+        searchers = [asyncio.create_task(searcher()) for _ in range(4)]
+        for i in range(8):
+            target.write_text(document("a.md", f"version{'abcdefgh'[i]}"), encoding="utf-8")
+            assert (await ingest(runtime, [kb])).updated == ["a.md"]
+        stop.set()
+        await asyncio.gather(*searchers)
+    finally:
+        await runtime.close()
+
+
 async def test_searches_during_updates_always_find_the_file_once(tmp_path, monkeypatch):
     monkeypatch.setattr(ingest_module, "UPSERT_BATCH", 2)
     kb = tmp_path / "kb"
@@ -57,24 +79,12 @@ async def test_searches_during_updates_always_find_the_file_once(tmp_path, monke
     runtime._embedders[EMBEDDER] = SlowQueryEmbedder()  # type: ignore[assignment]
     only_a = SearchFilters(source="a.md")
     results: list[set[str]] = []
-    stop = asyncio.Event()
 
-    async def searcher() -> None:
-        while not stop.is_set():
-            hits = await search(runtime, "eligibility income", top_k=20, filters=only_a)
-            results.append({h.text.rsplit(" ", 1)[-1] for h in hits if h.chunk_index == 9})
-            await asyncio.sleep(0)
+    async def probe() -> None:
+        hits = await search(runtime, "eligibility income", top_k=20, filters=only_a)
+        results.append({h.text.rsplit(" ", 1)[-1] for h in hits if h.chunk_index == 9})
 
-    try:
-        await ingest(runtime, [kb])
-        searchers = [asyncio.create_task(searcher()) for _ in range(4)]
-        for i in range(8):
-            target.write_text(document("a.md", f"version{'abcdefgh'[i]}"), encoding="utf-8")
-            assert (await ingest(runtime, [kb])).updated == ["a.md"]
-        stop.set()
-        await asyncio.gather(*searchers)
-    finally:
-        await runtime.close()
+    await searched_while_updating(runtime, kb, target, probe)
     assert len(results) > 50
     # each search saw the last chunk of exactly one version of a.md
     assert [r for r in results if len(r) != 1] == []
@@ -94,22 +104,10 @@ async def test_a_section_shown_during_updates_is_never_a_mix_of_two_versions(tmp
                                     section_chars=20_000))  # the whole file around any match
     runtime._embedders[EMBEDDER] = SlowQueryEmbedder()  # type: ignore[assignment]
     seen: list[set[str]] = []
-    stop = asyncio.Event()
 
-    async def searcher() -> None:
-        while not stop.is_set():
-            hits = await search(runtime, "eligibility income", top_k=5, filters=SearchFilters(source="a.md"))
-            seen.append({m for h in hits for m in re.findall(r"\b(?:first)?version[a-h]?\b", h.context or h.text)})
-            await asyncio.sleep(0)
+    async def probe() -> None:
+        hits = await search(runtime, "eligibility income", top_k=5, filters=SearchFilters(source="a.md"))
+        seen.append({m for h in hits for m in re.findall(r"\b(?:first)?version[a-h]?\b", h.context or h.text)})
 
-    try:
-        await ingest(runtime, [kb])
-        searchers = [asyncio.create_task(searcher()) for _ in range(4)]
-        for i in range(8):
-            target.write_text(document("a.md", f"version{'abcdefgh'[i]}"), encoding="utf-8")
-            assert (await ingest(runtime, [kb])).updated == ["a.md"]
-        stop.set()
-        await asyncio.gather(*searchers)
-    finally:
-        await runtime.close()
+    await searched_while_updating(runtime, kb, target, probe)
     assert len(seen) > 50 and all(len(markers) == 1 for markers in seen), [m for m in seen if len(m) != 1][:5]
