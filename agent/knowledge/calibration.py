@@ -13,10 +13,16 @@ both, per collection:
   collection (`kb`), and to its nearest other example (`off`). Their distribution is the
   collection's own yardstick: the gate refuses a message only when it sits where the examples
   sit, by a margin; examples that come as close to this collection as its own questions do are
-  set aside (a request to decline elsewhere may be a question here: `close`).
+  set aside (a request to decline elsewhere may be a question here: `close`);
+- **across languages**: the same measures with each example language's own mean query vector
+  removed instead of the mean of all examples (`query_centers`, `kb_across`, `margin_across`).
+  A multilingual vector carries its language besides its meaning, so a Vietnamese message comes
+  closer to the Vietnamese examples to decline than its meaning warrants, while its similarity to
+  documents written in English carries no such bonus. The gate measures a message in a language
+  the documents are not written in this way (agent/understanding/gate.py).
 
 Computed at ingest when the collection changed (and by `ensure` when a collection has none, or
-an older one), stored in the collection's metadata (a few kilobytes, whatever its size), read
+an older one), stored in the collection's metadata (some tens of kilobytes, whatever its size), read
 by the gate once per content version.
 """
 
@@ -60,7 +66,7 @@ def unit(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-FORMAT = 3  # bumped when what a calibration holds changes: older ones are recomputed
+FORMAT = 4  # bumped when what a calibration holds changes: older ones are recomputed
 
 
 def examples_version(texts: list[str]) -> str:
@@ -83,6 +89,12 @@ class Calibration:
     margin: dict[str, dict[str, float]]
     close: list[int] = field(default_factory=list)  # examples set aside: as close as its own questions
     computed_at: float = 0.0
+    # each example language's mean query vector, and the percentiles of `kb` and `margin` measured
+    # with it removed (each example from its own language's mean): how a message in a language the
+    # documents are not written in is judged, its language component gone from both sides
+    query_centers: dict[str, list[float]] = field(default_factory=dict)
+    kb_across: dict[str, dict[str, float]] = field(default_factory=dict)
+    margin_across: dict[str, dict[str, float]] = field(default_factory=dict)
     # where a question the documents do not answer sits for this collection, learned from its own
     # passages (agent/knowledge/answerable_calibration.py); None until measured
     answerable: dict[str, Any] | None = None
@@ -105,6 +117,10 @@ class Calibration:
                 "examples_set_aside": len(self.close), "examples_similarity_to_kb": self.kb.get("all", {}),
                 "examples_margin": self.margin.get("all", {}), "content_version": self.content_version,
                 "answerable": cuts.summary() if (cuts := self.answerable_cuts()) else None}
+
+    def query_center_of(self, lang: str) -> np.ndarray:
+        """The mean query vector of the examples in `lang` (of all examples when too few are in it)."""
+        return np.asarray(self.query_centers.get(lang) or self.query_center, dtype=np.float32)
 
     def percentile(self, table: str, lang: str, p: int) -> float | None:
         """A percentile of the examples in `lang` (all examples when too few are in it)."""
@@ -171,6 +187,13 @@ def compute(passages: np.ndarray, examples: np.ndarray, langs: list[str], *, con
     groups = {"all": np.ones(len(langs), dtype=bool)}
     groups.update({lang: languages == lang for lang in sorted(set(langs))
                    if (languages == lang).sum() >= MIN_PER_LANGUAGE})
+    # across languages: each example measured from its own language's mean
+    centers = {lang: examples[mask].mean(axis=0) for lang, mask in groups.items() if lang != "all"}
+    ex_across = unit(examples - np.stack([centers.get(lang, q_center) for lang in langs])) if len(examples) else ec
+    kb_across = (ex_across @ pc.T).max(axis=1) if len(pc) else np.zeros(len(ec))
+    nearest_across = ex_across @ ex_across.T
+    nearest_across[kinds[:, None] == kinds[None, :]] = -1.0
+    margin_across = kb_across - nearest_across.max(axis=1)
     close: set[int] = set()
     for mask in groups.values():
         cut = np.percentile(kb[mask], close_pct)
@@ -179,7 +202,10 @@ def compute(passages: np.ndarray, examples: np.ndarray, langs: list[str], *, con
                        chunks=len(passages), passage_center=[round(float(x), 6) for x in p_center],
                        query_center=[round(float(x), 6) for x in q_center],
                        kb={g: pct(kb[m]) for g, m in groups.items()}, margin={g: pct(margin[m]) for g, m in groups.items()},
-                       close=sorted(close), computed_at=time.time())
+                       close=sorted(close), computed_at=time.time(),
+                       query_centers={g: [round(float(x), 6) for x in c] for g, c in centers.items()},
+                       kb_across={g: pct(kb_across[m]) for g, m in groups.items()},
+                       margin_across={g: pct(margin_across[m]) for g, m in groups.items()})
 
 
 class NotIngested(LookupError):
