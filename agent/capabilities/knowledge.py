@@ -56,7 +56,7 @@ def best_score(found: Found | None) -> float | None:
 def best_centered(found: Found | None) -> float | None:
     """The best centered similarity of what was found (the off-topic gate's evidence;
     agent/knowledge/calibration.py), None before the collection is calibrated."""
-    scores = [p.centered_score for p in passages(found) if p.centered_score is not None]
+    scores = [score for p in passages(found) for score in (p.centered_score, p.best_centered) if score is not None]
     return max(scores) if scores else None
 
 
@@ -232,9 +232,12 @@ class KnowledgeCapability(Capability):
         return text
 
     async def warm(self) -> None:
+        from agent.knowledge import language_centers
         from agent.knowledge.search import search
 
         await self.vocabulary()
+        # an older build's collection: its language means measured before the first question
+        await language_centers.ready(self.runtime, self.collection or self.runtime.settings.collection)
         # the embedder loaded and the index read from disk: the first question pays neither
         await search(self.runtime, "warm up", top_k=1, collection=self.collection)
 

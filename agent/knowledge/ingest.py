@@ -415,6 +415,10 @@ async def _write(runtime: "Runtime", name: str, planned: list[tuple[Document, li
         if stats is None:  # none yet (an older build's collection) or out of step: one scan, now
             await statistics_log.rebuild(runtime, name)
         forget_vocabulary(runtime, name)  # this process reads the new statistics
+    if report.updated or report.pruned:
+        from agent.knowledge import language_centers
+
+        await language_centers.refresh(runtime, name)  # each language's mean vector, for cross-language search
     if revisit and (replaced or report.pruned):  # answers that cited them are to be revisited
         import asyncio
 

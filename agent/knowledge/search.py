@@ -18,7 +18,7 @@ from pydantic import BaseModel
 import agent.store.models as models
 from agent.audience import VIEWING, narrowed
 from agent.knowledge import versions
-from agent.knowledge import calibration, sections
+from agent.knowledge import calibration, language_centers, sections
 from agent.knowledge.language import detect_language
 from agent.knowledge.embedders import EmbedderError
 from agent.knowledge.sparse import PREFETCH_MIN, RRF_K, RRF_WEIGHTS, RRF_WEIGHTS_EXACT, bm25_query, fusion  # noqa: F401
@@ -48,11 +48,19 @@ SearchMode = Literal["hybrid", "dense", "sparse"]
 # for the best passages *not* in the query's language and adds each one's reciprocal rank to the
 # fused ranking, but only for a passage whose similarity comes within CROSS_MARGIN of the best
 # passage's: a weak other-language match must not push out a same-language answer. Tuned on
-# examples/{city-permits,university-it}/eval/tune-34-crosslang.yaml and checked on the
-# same-language sets (docs/benchmarks.md, "Against a day-one build").
+# examples/{city-permits,university-it}/eval/tune-34-crosslang.yaml (the centering below also on
+# examples/*/eval/tune-36-crosslang.yaml) and checked on the same-language sets
+# (docs/benchmarks.md, "Against a day-one build" and "Language centering").
 CROSS_WEIGHT = 1.0  # the other-language list's weight (dense 1.0, BM25 0.4)
 CROSS_LIMIT = 10  # other-language passages asked for
 CROSS_MARGIN = 0.03  # how far below the best similarity an other-language passage may be and still count
+# With the collection's language means (agent/knowledge/language_centers.py) the other-language
+# candidates are ranked, and admitted, by centered cosine: the language component of the vectors
+# no longer decides which English page a Vietnamese question finds. Raw similarity picks
+# CROSS_CANDIDATES, the centered one keeps the best CROSS_LIMIT within CROSS_CENTERED_MARGIN of the
+# best fused passage's centered cosine (centered cosines spread wider than raw ones: about 0.1-0.4).
+CROSS_CANDIDATES = 40
+CROSS_CENTERED_MARGIN = 0.06
 
 
 def other_languages(flt: models.Filter | None, lang: str) -> models.Filter:
@@ -102,6 +110,10 @@ class Passage(BaseModel):
     # the same similarity measured from the collection's calibrated centers (agent/knowledge/
     # calibration.py): the off-topic gate's evidence; None before the collection is calibrated
     centered_score: float | None = None
+    # the best centered similarity among the top passages before other languages were ranked in
+    # (`_keep_evidence`): what the gate's evidence was before a passage in another language took
+    # a place in the results
+    best_centered: float | None = None
 
 
 class SearchFilters(BaseModel):
@@ -224,13 +236,17 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     if not points and not user_filter and VIEWING.get() is None and await runtime.store.count(name, flt) == 0:
         raise KnowledgeBaseUnavailable(f"the knowledge base {name!r} is empty — run `askdesk ingest PATH` first")
     lang = detect_language(query, default="")  # "": no words of any language (a code, a phone number)
+    own = points
     if mode == "hybrid" and CROSS_WEIGHT > 0 and lang:
-        points = await _other_languages_ranked_in(runtime, name, lang, points, dense_vec, flt)
+        centering = language_centers.current(runtime, name, metadata, runtime.embedder().name)
+        points = await _other_languages_ranked_in(runtime, name, lang, points, dense_vec, flt, centering)
     passages = [_passage(p, dense_vec) for p in points]
     centers = metadata.get(calibration.KEY)
     if dense_vec is not None and isinstance(centers, dict):
         for passage, score in zip(passages, calibration.centered(dense_vec, points, centers)):
             passage.centered_score = score
+        if own is not points:
+            _keep_evidence(passages, own, calibration.centered(dense_vec, own, centers), top_k)
     if not expanding:
         return ranked(passages, top_k)
     expanded = await sections.expand(runtime, name, ranked(passages, len(passages)),
@@ -238,19 +254,40 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     return expanded[:top_k]
 
 
+def _keep_evidence(passages: list[Passage], own: list[models.ScoredPoint], scores: list[float | None],
+                   top_k: int) -> None:
+    """Other-language passages ranked in must not take the gate's evidence away: a same-language
+    passage they push out of the top `top_k` still counts in `best_centered` (the best centered
+    similarity of the passages ranked before them), which every passage carries."""
+    kept = ranked([_passage(p, None).model_copy(update={"centered_score": s}) for p, s in zip(own, scores)], top_k)
+    best = max((p.centered_score for p in kept if p.centered_score is not None), default=None)
+    for passage in passages:
+        passage.best_centered = best
+
+
 async def _other_languages_ranked_in(runtime: "Runtime", name: str, lang: str, points: list[models.ScoredPoint],
-                                dense_vec: list[float], flt: models.Filter | None) -> list[models.ScoredPoint]:
+                                     dense_vec: list[float], flt: models.Filter | None,
+                                     centering: "language_centers.Centering | None" = None) -> list[models.ScoredPoint]:
     """The fused points with the best close passages of languages other than `lang` ranked in
-    (`with_other_languages`)."""
+    (`with_other_languages`): by centered cosine when the collection's language means are known."""
     try:
         others = await runtime.store.query_points(
-            name, query=dense_vec, using=DENSE, limit=CROSS_LIMIT, with_payload=True, with_vectors=[DENSE],
-            query_filter=other_languages(flt, lang),
+            name, query=dense_vec, using=DENSE, limit=CROSS_CANDIDATES if centering else CROSS_LIMIT,
+            with_payload=True, with_vectors=[DENSE], query_filter=other_languages(flt, lang),
         )
     except Exception as exc:
         raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
     fused = [_passage(p, dense_vec) for p in points]
-    merged = with_other_languages(fused, [_passage(p, None) for p in others])
+    candidates = [_passage(p, None) for p in others]
+    margin = None
+    if centering is not None:
+        query = centering.query(dense_vec, lang)
+        fused = [f.model_copy(update={"dense_score": s}) for f, s in zip(fused, centering.similarities(query, points))]
+        scored = [c.model_copy(update={"score": s}) for c, s in zip(candidates, centering.similarities(query, others))
+                  if s is not None]
+        candidates = sorted(scored, key=lambda c: -c.score)[:CROSS_LIMIT]
+        margin = CROSS_CENTERED_MARGIN
+    merged = with_other_languages(fused, candidates, margin=margin)
     point_of: dict[tuple[str, int], models.ScoredPoint] = {}
     for p in [*points, *others]:
         payload = p.payload or {}
