@@ -41,6 +41,22 @@ class Cluster:
     connector: FakeTeamsConnector
     llm: FakeLLMServer
     http: aiohttp.ClientSession
+    database: str
+
+    async def present(self) -> int:
+        """How many replicas hold their presence lock in the shared database (agent/state/postgres.py)."""
+        import asyncpg
+
+        from agent.state.migrations import LOCK_SPACE
+
+        conn = await asyncpg.connect(self.database)
+        try:
+            return await conn.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid "
+                "AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                LOCK_SPACE)
+        finally:
+            await conn.close()
 
     async def event(self, replica: Replica, event: dict, *, event_id: str, retry: int | None = None) -> int:
         body = json.dumps(event_envelope(event, event_id=event_id))
@@ -70,8 +86,9 @@ async def cluster(tmp_path_factory, kb_subset_cache, postgres_server):
     llm.script_default(ROUTER, {"route": "knowledge", "search_query": None})
     llm.script_default(AGENT, final("Families of 4 qualify up to the income limit [1]."))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKDESK_")}
+    database = postgres_server.new_database()
     env |= llm.env() | {
-        "ASKDESK_CONFIG": str(root / "absent.yaml"), "ASKDESK_DATABASE_URL": postgres_server.new_database(),
+        "ASKDESK_CONFIG": str(root / "absent.yaml"), "ASKDESK_DATABASE_URL": database,
         "ASKDESK_AGENT_MODEL": "openai/gpt-4.1-mini", "ASKDESK_ROUTER_MODEL": "groq/llama-3.1-8b-instant",
         "ASKDESK_LLM_MAX_RETRIES": "0", "ASKDESK_SLACK_API_URL": slack.api_url,
         "ASKDESK_RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT), "ASKDESK_TEAMS_DEV_MODE": "true",
@@ -82,7 +99,7 @@ async def cluster(tmp_path_factory, kb_subset_cache, postgres_server):
     http = aiohttp.ClientSession()
     try:
         await asyncio.gather(wait_ready(http, a), wait_ready(http, b))
-        yield Cluster(a, b, slack, connector, llm, http)
+        yield Cluster(a, b, slack, connector, llm, http, database)
     finally:
         for replica in (a, b):
             if replica.proc.returncode is None:
@@ -162,8 +179,15 @@ async def test_a_retry_after_the_first_replica_is_killed_mid_turn_is_answered_by
     asked = len(cluster.llm.requests_for(AGENT))
     assert await cluster.event(cluster.a, event, event_id="EvKill") == 200
     await cluster.settle(lambda: len(cluster.llm.requests_for(AGENT)) > asked)  # a is mid-turn
+    assert await cluster.present() == 2
     cluster.a.kill()
     await cluster.a.proc.wait()
+    # PostgreSQL drops a's presence once its backend reads the closed connection: Slack's retry
+    # comes seconds after the event, a loaded test machine may take a moment longer
+    for _ in range(200):
+        if await cluster.present() == 1:
+            break
+        await asyncio.sleep(0.05)
     assert await cluster.event(cluster.b, event, event_id="EvKill", retry=1) == 200  # Slack retries elsewhere
     await cluster.settle(lambda: cluster.answers("C0001", "1700300000.000100", "Families of 4"))
     assert not cluster.answers("C0001", "1700300000.000100", "never delivered")
