@@ -54,8 +54,10 @@ UPDATE_EVERY = 0.6  # seconds between informative updates of one stream  # the S
 TYPING_EVERY = 2.5  # Teams shows a typing indicator for about 3 s
 # Answer text reaches the stream through a TextBuffer: the first words at once, then one
 # update about every STREAM_TEXT_SECONDS (each update resends the whole text so far, and Teams
-# throttles a stream to one update a second: a little over, so jitter never puts two in one).
-STREAM_TEXT_SECONDS = 1.05
+# throttles a stream to one update a second: over it by enough that the SDK's own queue and a
+# busy event loop never bring two within a second of each other; 1.05 s let two arrive 0.99 s
+# apart on a loaded machine).
+STREAM_TEXT_SECONDS = 1.2
 # A Markdown link the model is still writing ("[label", "[label]", "[label](https://ev") is held
 # back from the stream until it is complete (then shown with its address) or the answer ends.
 _OPEN_LINK = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\]){0,300}(?:\](?:\([^)\n]{0,500})?)?")
