@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import os
 import socket
@@ -91,6 +92,48 @@ def _guarded_connect_ex(self, address):
 
 def pytest_sessionfinish(session, exitstatus):
     session.config._askdesk_exitstatus = int(exitstatus)
+
+
+# The SDKs the tests reach (imported lazily by askdesk) and what the collected tests hold live
+# to the end of the run: imported at once and frozen, no collection walks them again.
+LONG_LIVED = ("openai", "anthropic", "google.genai", "groq", "instructor", "microsoft_teams.apps", "slack_bolt",
+              "slack_sdk.web.async_client", "mcp", "qdrant_client", "asyncpg", "aiohttp.web")
+# A module's runtimes, servers and event loops die in reference cycles, which Python's own full
+# collection reaches seldom in a process holding this many objects: collected as a module ends
+# once the process has grown this much since the last time, their memory is reused by the next
+# module instead of piling up (a worker's peak: about 0.94 GB without, 0.86 GB with).
+COLLECT_AFTER_MB = 48
+_collected_at = [0]
+
+
+def _rss_mb() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("ASKDESK_TEST_GC", "1") == "0":
+        return
+    import importlib
+
+    for name in LONG_LIVED:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    gc.collect()
+    gc.freeze()
+    _collected_at[0] = _rss_mb()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if os.environ.get("ASKDESK_TEST_GC", "1") == "0" or (nextitem is not None and nextitem.module is item.module):
+        return
+    if _rss_mb() >= _collected_at[0] + COLLECT_AFTER_MB:
+        gc.collect()
+        _collected_at[0] = _rss_mb()
 
 
 def pytest_unconfigure(config):
