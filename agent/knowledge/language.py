@@ -27,6 +27,7 @@ _VI_CHARS = frozenset(_DATA["vi_letters"])
 _ES_CHARS = frozenset(_DATA["es_letters"])
 _VI_MESSAGE_CHARS = _VI_CHARS | frozenset(_DATA["vi_message_letters"])
 _VI_PLAIN = frozenset(_DATA["vi_plain_words"])
+UNSTEMMED = frozenset(_DATA.get("unstemmed") or ())  # languages indexed as written
 
 _WORD = re.compile(r"[^\W\d_]+")
 

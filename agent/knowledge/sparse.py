@@ -7,7 +7,10 @@ unique term, so Qdrant's dot product with IDF applied is the BM25 score. Terms a
 Tokens are built for the staff's questions: amounts and codes survive whole ("$4,106" ->
 "4,106" and "4106", "TX3C", "800-735-2989", "6:00"), a short code followed by a number also
 yields a joined term ("HB 59" and "HB-59" -> "hb59", as "HB59" is written), accent-folded duplicates let "dias" match "días",
-Snowball stems (English, Spanish) let "drills" match "drill", and two adjacent words also
+Snowball stems (English, Spanish) let "drills" match "drill"; a language whose words do not
+inflect (Vietnamese: agent/data/languages.yaml `unstemmed`) is indexed as written, each word
+also accent-folded, so a question typed without its marks ("giay phep") matches the page's words
+and drops the same stopwords ("khong", "duoc"). Two adjacent words also
 yield their joined form ("child care" -> "childcare", "day care" -> "daycare"), so a compound
 written as one word or two finds the same passages — in any language, no word list.
 SPARSE_VERSION is part of every file's hash: changing tokenisation re-indexes on the next ingest.
@@ -25,9 +28,9 @@ import snowballstemmer
 
 import agent.store.models as models
 from agent.accents import fold
-from agent.knowledge.language import _STOP, detect_language
+from agent.knowledge.language import _STOP, UNSTEMMED, detect_language
 
-SPARSE_VERSION = 5
+SPARSE_VERSION = 6
 K1 = 1.2
 B = 0.75
 AVG_DOC_TERMS = 90.0  # mean index terms per chunk of the sample KB at chunk_chars=1200
@@ -41,7 +44,7 @@ _SPLIT = re.compile(r"[.,:/'’\-]")
 _STOPWORDS = frozenset().union(*_STOP.values()) | frozenset(
     "a i me my we our us it its they them their he she his her there here then than so but "
     "also any all about into over after before up out ya q pa e u".split()
-)
+) | frozenset(fold(word) for word in _STOP["vi"])  # "khong", "duoc": Vietnamese typed without its marks
 _STEMMERS = {"en": snowballstemmer.stemmer("english"), "es": snowballstemmer.stemmer("spanish")}
 # Joined forms of adjacent words: both parts alphabetic, each at least COMPOUND_PART letters,
 # joined at most COMPOUND_MAX ("child care" yes, "the board" no: "the" is a stopword anyway).
@@ -70,7 +73,8 @@ def _word_terms(word: str, lang: str) -> list[str]:
 
     One stem rather than surface + stem keeps vectors short: embedded Qdrant scores sparse
     vectors in Python, point by point, so every term costs search time."""
-    term = _stem(word, lang if lang in _STEMMERS else "en") if word.isalpha() and len(word) > 3 else word
+    stemmed = word.isalpha() and len(word) > 3 and lang not in UNSTEMMED
+    term = _stem(word, lang if lang in _STEMMERS else "en") if stemmed else word
     folded = fold(term)
     return [term] if folded == term else [term, folded]
 
