@@ -366,3 +366,17 @@ def test_teams_review_card_in_the_reminders_language():
     card = review_card(reminder, prompts)
     assert card.text == teams_text(said(prompts, "learned_review_expired", "vi", question=question, date="2026-12-01",
                                         cited=2))
+
+
+async def test_a_persons_slack_language_is_asked_once_and_a_failed_answer_is_asked_again(make_bot, fake_slack):
+    slack = await make_bot()
+    prompts = slack.bot.services.askdesk.prompts
+    fake_slack.locales |= {"UES": "es-ES", "UVI": "vi-VN"}
+    fake_slack.script("users.info", body={"ok": False, "error": "ratelimited"})  # UVI's first: not read
+    expected = [("UVI", "en"), ("UVI", "vi"), ("UES", "es"), ("UES", "es"), ("UVI", "vi")]
+    for n, (user, lang) in enumerate(expected):
+        assert await slack.command("", command="/askdesk", user=user, hook=f"usage-{n}") == 200
+        assert json.loads(slack.last_body)["text"] == safe_mrkdwn(said(prompts, "private_usage", lang,
+                                                                       command="/askdesk")), (n, user)
+    asked = [c.args["user"] for c in fake_slack.calls_to("users.info")]
+    assert asked == ["UVI", "UVI", "UES"]  # the failure was asked again; answers were kept

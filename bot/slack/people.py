@@ -9,9 +9,16 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
+from cachetools import TTLCache
+
 log = logging.getLogger("askdesk.slack")
 
 LOCALE_WAIT_S = 3.0  # a welcome or an acknowledgement is not held up longer for its language
+# A person's Slack language changes seldom, and App Home opens and slash commands come often
+# (users.info is rate-limited per workspace): answers are kept an hour, per workspace (the API
+# and the token that asked) and user. Bolt makes a client per request, so not per client.
+LOCALE_TTL_S = 3600.0
+_locales: "TTLCache[tuple[str, str, str], str | None]" = TTLCache(maxsize=10_000, ttl=LOCALE_TTL_S)
 
 
 def email_loader(client: Any, user: str) -> Callable[[], Awaitable[str | None]]:
@@ -23,14 +30,19 @@ def email_loader(client: Any, user: str) -> Callable[[], Awaitable[str | None]]:
 
 
 async def user_locale(client: Any, user: str | None, wait: float = LOCALE_WAIT_S) -> str | None:
-    """`user`'s Slack locale (`user.locale` of `users.info` with `include_locale`); None when Slack
-    does not say, is slow or fails: the note is then said in English, never held up or lost."""
+    """`user`'s Slack locale (`user.locale` of `users.info` with `include_locale`, kept an hour);
+    None when Slack does not say, is slow or fails: the note is then said in English, never held
+    up or lost."""
     if not user:
         return None
+    key = (str(getattr(client, "base_url", "")), str(getattr(client, "token", "")), user)
+    if key in _locales:
+        return _locales[key]
     try:
         found = (await asyncio.wait_for(client.users_info(user=user, include_locale=True), wait)).get("user")
-    except Exception as exc:
+    except Exception as exc:  # not kept: the next note asks again
         log.info("slack: no locale for a user (%s)", type(exc).__name__)
         return None
     locale = (found or {}).get("locale")
-    return locale if isinstance(locale, str) else None
+    _locales[key] = locale = locale if isinstance(locale, str) else None
+    return locale
