@@ -47,6 +47,43 @@ async def open_runtime(settings: Settings):
         await runtime.close()
 
 
+CITY_PERMITS = REPO / "examples" / "city-permits" / "kb"
+
+
+def ingested(root: Path, kb: Path, **options) -> Settings:
+    """`kb` ingested into root/data, with the examples' shipped vectors (built once by a fixture;
+    tests work on a `copied` data dir: the embedded store takes one client per directory)."""
+    from agent.knowledge.ingest import ingest
+    from tests.conftest import seed_embeddings
+
+    settings = Settings(data_dir=seed_embeddings(root / "data"))
+
+    async def build() -> None:
+        async with open_runtime(settings) as rt:
+            await ingest(rt, [kb], **options)
+
+    asyncio.run(build())
+    return settings
+
+
+def copied(settings: Settings, data_dir: Path) -> Settings:
+    shutil.copytree(settings.data_dir, data_dir)
+    return Settings(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def city_permits_ingested(tmp_path_factory) -> Settings:
+    """The whole city-permits knowledge base (English, Spanish and Vietnamese pages), ingested once."""
+    root = tmp_path_factory.mktemp("city-permits")
+    shutil.copytree(CITY_PERMITS, root / "kb")
+    return ingested(root, root / "kb")
+
+
+@pytest.fixture
+def city_permits_settings(city_permits_ingested, tmp_path) -> Settings:
+    return copied(city_permits_ingested, tmp_path / "data")
+
+
 def copy_subset(dest: Path, names: list[str] = SUBSET) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 import pytest
@@ -11,14 +10,12 @@ from agent.config import Settings
 from agent.evaluation.retrieval import hit_rank
 from agent.knowledge import search as search_module
 from agent.knowledge.fused import fuse
-from agent.knowledge.ingest import ingest
 from agent.knowledge.search import Passage, ranked, search, with_other_languages
 from agent.prompts import load_prompts
 from agent.providers.base import ProviderError
 from agent.providers.function import FunctionModel, ScriptedModel
 from agent.tools.formatted_context import format_passages, get_formatted_context
-from tests.conftest import seed_embeddings
-from tests.knowledge_fixtures import REPO, open_runtime
+from tests.knowledge_fixtures import REPO, copied, ingested, open_runtime
 
 PERMITS = REPO / "examples" / "city-permits" / "kb"
 # one English page and the Spanish and Vietnamese guides: none of those covers trees
@@ -31,26 +28,17 @@ ENGLISH = "How much is a permit to remove a large tree on my property?"
 
 @pytest.fixture(scope="module")
 def permits_ingested(tmp_path_factory) -> Settings:
-    """The five pages ingested once for the module (tests copy the data dir: one client a dir)."""
+    """The five pages ingested once for the module."""
     root = tmp_path_factory.mktemp("permits")
-    kb = root / "kb"
-    kb.mkdir()
+    (root / "kb").mkdir()
     for name in FILES:
-        shutil.copy(PERMITS / name, kb / name)
-    settings = Settings(data_dir=seed_embeddings(root / "data"))
-
-    async def build() -> None:
-        async with open_runtime(settings) as rt:
-            await ingest(rt, [kb])
-
-    asyncio.run(build())
-    return settings
+        shutil.copy(PERMITS / name, root / "kb" / name)
+    return ingested(root, root / "kb")
 
 
 @pytest.fixture
 def permits_settings(permits_ingested, tmp_path) -> Settings:
-    shutil.copytree(permits_ingested.data_dir, tmp_path / "data")
-    return Settings(data_dir=tmp_path / "data")
+    return copied(permits_ingested, tmp_path / "data")
 
 
 def _p(source: str, chunk: int, score: float, dense: float, lang: str = "en") -> Passage:

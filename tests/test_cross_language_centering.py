@@ -29,26 +29,6 @@ ENGLISH = ["How much does a permit to remove a large tree cost?", "What is the f
            "When does a building permit expire?", "How do I schedule an inspection?"]
 
 
-@pytest.fixture(scope="module")
-def permits_ingested(tmp_path_factory) -> Settings:
-    """The whole city-permits knowledge base (English, Spanish and Vietnamese pages), ingested once."""
-    root = tmp_path_factory.mktemp("permits-centering")
-    settings = Settings(data_dir=seed_embeddings(root / "data"))
-
-    async def build() -> None:
-        async with open_runtime(settings) as rt:
-            await ingest(rt, [PERMITS], calibration_wanted=False)
-
-    asyncio.run(build())
-    return settings
-
-
-@pytest.fixture
-def permits_settings(permits_ingested, tmp_path) -> Settings:
-    shutil.copytree(permits_ingested.data_dir, tmp_path / "data")
-    return Settings(data_dir=tmp_path / "data")
-
-
 async def _stored(rt) -> language_centers.LanguageCenters | None:
     metadata = await rt.store.collection_metadata(rt.settings.collection) or {}
     data = metadata.get(language_centers.KEY)
@@ -70,8 +50,8 @@ async def _without_centers(rt, question: str):
     return passages
 
 
-async def test_a_cross_language_question_finds_its_answer_only_with_centering(permits_settings):
-    async with open_runtime(permits_settings) as rt:
+async def test_a_cross_language_question_finds_its_answer_only_with_centering(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt:
         centered = await search(rt, VIETNAMESE, top_k=5)
         rank = hit_rank(centered, ANSWER)
         assert rank is not None and rank <= 5
@@ -86,8 +66,8 @@ async def test_a_cross_language_question_finds_its_answer_only_with_centering(pe
         assert tree.dense_score is not None and 0.7 < tree.dense_score < 1.0
 
 
-async def test_passages_in_the_question_language_keep_their_order(permits_settings):
-    async with open_runtime(permits_settings) as rt:
+async def test_passages_in_the_question_language_keep_their_order(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt:
         for question in ENGLISH:
             centered = [(p.source, p.chunk_index) for p in await search(rt, question, top_k=10) if p.lang == "en"]
             raw = [(p.source, p.chunk_index) for p in await _without_centers(rt, question) if p.lang == "en"]
@@ -169,10 +149,10 @@ async def test_the_means_follow_the_collection_through_incremental_ingests(tmp_p
         assert (await _stored(rt)) == replaced  # nothing changed: nothing recomputed
 
 
-async def test_warming_up_measures_an_older_builds_collection_before_the_first_question(permits_settings):
+async def test_warming_up_measures_an_older_builds_collection_before_the_first_question(city_permits_settings):
     from agent.capabilities.knowledge import KnowledgeCapability
 
-    async with open_runtime(permits_settings) as rt:
+    async with open_runtime(city_permits_settings) as rt:
         await rt.store.update_metadata(rt.settings.collection, {language_centers.KEY: None})
         rt.forget(rt.settings.collection)
         await KnowledgeCapability(rt).warm()
@@ -183,7 +163,7 @@ async def test_warming_up_measures_an_older_builds_collection_before_the_first_q
         assert language_centers.current(rt, rt.settings.collection, metadata, rt.embedder().name) is not None
 
 
-async def test_a_passage_ranked_in_from_another_language_leaves_the_gates_evidence_as_it_was(permits_settings, monkeypatch):
+async def test_a_passage_ranked_in_from_another_language_leaves_the_gates_evidence_as_it_was(city_permits_settings, monkeypatch):
     """The off-topic gate and the "not in the documents" judgement read the best centered
     similarity of the results; a same-language passage pushed out of the top 5 still counts."""
     from agent.capabilities.knowledge import best_centered
@@ -192,7 +172,7 @@ async def test_a_passage_ranked_in_from_another_language_leaves_the_gates_eviden
     from agent.tools.base import ToolResult
 
     question = "Phí cấp địa chỉ cho nhà phụ (ADU) là bao nhiêu?"  # tune-36-crosslang: answered in English
-    async with open_runtime(permits_settings) as rt:
+    async with open_runtime(city_permits_settings) as rt:
         ex = await calibration.examples(rt, None)  # the gate's centers, as an ingest stores them
         await calibration.compute_and_store(rt, rt.settings.collection, ex.texts, ex.vectors, ex.langs,
                                             close_pct=calibration.CLOSE_PCT, categories=ex.kinds)

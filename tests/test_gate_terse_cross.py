@@ -2,7 +2,7 @@
 knowledge base, the shipped examples to decline, no domain file, no model — an organisation
 nobody tuned the gate on (docs/understanding.md, "terse and cross-language questions").
 
-Terse (city-permits): "dryer vent" and "lemonade stand" are answerable (a row of the mechanical
+Terse (city-city_permits_settings): "dryer vent" and "lemonade stand" are answerable (a row of the mechanical
 fee table, an exemption of the business license) but their words are those of requests to
 decline ("can you put a wool sweater in the dryer", "slogan for my kid's lemonade stand"): by the
 margin alone they were refused (examples/city-permits/eval/tune-36-refusals.yaml h02, h03). One
@@ -15,46 +15,15 @@ not, and Vietnamese requests to decline still are."""
 
 from __future__ import annotations
 
-import asyncio
-import shutil
 
 import numpy as np
 import pytest
 
-from agent.config import Settings
-from agent.knowledge.ingest import ingest
 from agent.understanding import gate
-from tests.conftest import seed_embeddings
-from tests.knowledge_fixtures import REPO, open_runtime, service_on
+from tests.knowledge_fixtures import open_runtime, service_on
 
-PERMITS = REPO / "examples" / "city-permits" / "kb"
-
-
-@pytest.fixture(scope="module")
-def permits_ingested(tmp_path_factory) -> Settings:
-    """The whole city-permits knowledge base, ingested once for the module (with its shipped
-    vectors); tests copy the data dir (one client per directory)."""
-    root = tmp_path_factory.mktemp("permits-gate")
-    kb = root / "kb"
-    shutil.copytree(PERMITS, kb)
-    settings = Settings(data_dir=seed_embeddings(root / "data"))
-
-    async def build() -> None:
-        async with open_runtime(settings) as rt:
-            await ingest(rt, [kb])
-
-    asyncio.run(build())
-    return settings
-
-
-@pytest.fixture
-def permits(permits_ingested, tmp_path) -> Settings:
-    shutil.copytree(permits_ingested.data_dir, tmp_path / "data")
-    return Settings(data_dir=tmp_path / "data")
-
-
-async def test_a_terse_question_in_the_words_of_a_request_to_decline_is_not_refused(permits):
-    async with open_runtime(permits) as rt, service_on(rt) as service:
+async def test_a_terse_question_in_the_words_of_a_request_to_decline_is_not_refused(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         for question, source in (("dryer vent", "mechanical-permits.md"), ("lemonade stand", "business-license.md")):
             route = await service.route(question)
             assert route.name == "knowledge", (question, route.reason)
@@ -63,21 +32,21 @@ async def test_a_terse_question_in_the_words_of_a_request_to_decline_is_not_refu
             assert f"one passage holds every word of it ({source})" in route.reason, route.reason
 
 
-async def test_the_requests_to_decline_whose_words_it_borrows_are_still_refused(permits):
-    async with open_runtime(permits) as rt, service_on(rt) as service:
+async def test_the_requests_to_decline_whose_words_it_borrows_are_still_refused(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         for request in ("can you put a wool sweater in the dryer?",
                         "write a catchy slogan for my kid's lemonade stand"):
             route = await service.route(request)
             assert route.name == "offtopic", (request, route.reason)
 
 
-async def test_without_the_passage_evidence_the_terse_question_would_be_refused(permits, monkeypatch):
+async def test_without_the_passage_evidence_the_terse_question_would_be_refused(city_permits_settings, monkeypatch):
     """What the change is worth: the same question, judged by the margin alone, is refused."""
     async def nothing(self, text: str) -> None:
         return None
 
     monkeypatch.setattr(gate.TopicCheck, "_one_passage_holds", nothing)
-    async with open_runtime(permits) as rt, service_on(rt) as service:
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         route = await service.route("dryer vent")
         assert route.name == "offtopic", route.reason
 
