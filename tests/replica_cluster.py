@@ -17,7 +17,7 @@ import aiohttp
 from agent.config import Settings
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_KB, seed_embeddings
-from tests.knowledge_fixtures import SMALL_KB_DOC
+from tests.knowledge_fixtures import SMALL_KB_DOC, copy_data_dir
 from tests.postgres_server import free_port
 
 
@@ -56,7 +56,7 @@ async def ingest_small_kb(data: Path, embedding_cache: Path) -> Path:
 
 async def start_replica(name: str, root: Path, kb: Path, env: dict[str, str]) -> Replica:
     data = root / name
-    shutil.copytree(kb, data)
+    copy_data_dir(kb, data)
     slack_port, teams_port = free_port(), free_port()
     log = root / f"{name}.log"
     with log.open("wb") as out:

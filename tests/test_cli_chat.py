@@ -15,7 +15,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from agent.config import Settings
 from agent.state.sqlite import SQLiteState
 from agent.runtime import Runtime
 from tests.conftest import SAMPLE_KB, seed_embeddings
+from tests.knowledge_fixtures import copy_data_dir
 
 DOC = "bcy2025-psoc-chart-twc-qa.md"
 FIRST_Q = "under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?"
@@ -139,8 +139,7 @@ def kb_data(tmp_path_factory) -> Path:
 @pytest.fixture
 def data_dir(kb_data, tmp_path) -> Path:
     copy = tmp_path / "data"
-    shutil.copytree(kb_data, copy)
-    return copy
+    return copy_data_dir(kb_data, copy)
 
 
 @pytest.fixture
