@@ -41,11 +41,13 @@ async def test_the_requests_to_decline_whose_words_it_borrows_are_still_refused(
 
 
 async def test_without_the_passage_evidence_the_terse_question_would_be_refused(city_permits_settings, monkeypatch):
-    """What the change is worth: the same question, judged by the margin alone, is refused."""
+    """What the change is worth: the same question, judged by the margin alone, is refused (the
+    terse rule, which keeps it too, switched off as well)."""
     async def nothing(self, text: str) -> None:
         return None
 
     monkeypatch.setattr(gate.TopicCheck, "_one_passage_holds", nothing)
+    monkeypatch.setattr(gate, "TERSE_WORDS", 0)
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         route = await service.route("dryer vent")
         assert route.name == "offtopic", route.reason
@@ -115,3 +117,24 @@ def test_the_calibration_measures_each_language_from_its_own_mean():
     # measured within the pooled centre, Vietnamese examples lean on each other by language; from
     # their own mean they do not, so their margins rise
     assert c.percentile("margin_across", "vi", 50) > c.percentile("margin", "vi", 50)
+
+
+async def test_a_terse_question_whose_words_the_documents_use_is_not_refused(kb_settings):
+    """"check in app" (examples/texas-childcare/eval/tune-36-refusals.yaml h01): no passage holds
+    both words (the attendance pages say "check in", the app is named elsewhere), so only the
+    terse rule keeps it; terse requests to decline whose words the documents do not all use are
+    still refused."""
+    async with open_runtime(kb_settings) as rt, service_on(rt) as service:
+        route = await service.route("check in app")
+        assert route.name == "knowledge", route.reason
+        assert "terse and every word of it is the documents' own" in route.reason, route.reason
+        for request in ("nba scores tonight", "tell me a joke"):
+            refused = await service.route(request)
+            assert refused.name == "offtopic", (request, refused.reason)
+
+
+async def test_without_the_terse_rule_it_would_be_refused(kb_settings, monkeypatch):
+    monkeypatch.setattr(gate, "TERSE_WORDS", 0)
+    async with open_runtime(kb_settings) as rt, service_on(rt) as service:
+        route = await service.route("check in app")
+        assert route.name == "offtopic", route.reason
