@@ -92,6 +92,26 @@ async def test_with_a_model_the_query_is_also_searched_in_the_other_languages(pe
     assert "another language than the question (es)" in result.text
 
 
+UNMARKED = "chat cay soi trang co can giay phep khong"  # VIETNAMESE typed without its marks
+
+
+async def test_a_question_typed_without_marks_is_translated_into_every_language_of_the_base(permits_settings):
+    """The language guess reads it as English; taken so, English was not asked for, and the
+    English page that answers it was searched with words the embedder barely reads."""
+    prompts = load_prompts()
+    model = ScriptedModel({"translations": [{"lang": "en", "query": ENGLISH}, {"lang": "vi", "query": VIETNAMESE}]})
+    async with open_runtime(permits_settings) as rt:
+        result = await get_formatted_context(rt, UNMARKED, top_k=5, model=model, prompts=prompts)
+    model.assert_done()
+    prompt = model.calls[0].messages[0].content
+    assert UNMARKED in prompt and "en: English" in prompt and "vi: Vietnamese" in prompt and "es: Spanish" in prompt
+    assert "tree-removal.md" in [p.source for p in result.data[:3]]
+    # the model is told the English page is in another language than the (Vietnamese) question
+    assert 'source="tree-removal.md"' in result.text and "another language than the question (vi)" in result.text
+    async with open_runtime(permits_settings) as rt:  # the query alone does not find it
+        assert "tree-removal.md" not in [p.source for p in await search(rt, UNMARKED, top_k=5)]
+
+
 async def test_a_failing_translation_leaves_the_search_as_it_was(permits_settings):
     prompts = load_prompts()
     failing = FunctionModel(lambda messages, response_model: ProviderError("HTTP 503", provider="fake"))

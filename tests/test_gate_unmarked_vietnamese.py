@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.knowledge.language import UNMARKED_VI, message_language, typed_without_marks, writing
+from agent.knowledge.language import UNMARKED_VI, message_language, query_language, typed_without_marks, writing
 from tests.knowledge_fixtures import open_runtime, service_on
 
 UNMARKED = [
@@ -38,7 +38,7 @@ NOT_UNMARKED = [
 def test_vietnamese_typed_without_marks_is_a_writing_of_its_own_and_answered_in_vietnamese(text):
     assert typed_without_marks(text)
     assert writing(text) == UNMARKED_VI
-    assert message_language(text) == "vi"
+    assert message_language(text) == "vi" and query_language(text) == "vi"
 
 
 @pytest.mark.parametrize("text", NOT_UNMARKED)

@@ -97,6 +97,12 @@ def writing(text: str) -> str:
     return UNMARKED_VI if typed_without_marks(text) else detect_language(text)
 
 
+def query_language(text: str) -> str:
+    """The language a question is written in: `detect_language`, with Vietnamese typed without
+    its marks read as Vietnamese (the guess, counting marked letters, would call it English)."""
+    return "vi" if typed_without_marks(text) else detect_language(text)
+
+
 def detect_language(text: str, default: str = "en") -> str:
     """Best guess among en/es/vi; `default` when the text carries no signal (e.g. "TX3C?")."""
     scores = _scores(text)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from agent.knowledge import kb_languages
 from agent.knowledge.fused import fuse
-from agent.knowledge.language import detect_language
+from agent.knowledge.language import writing
 from agent.knowledge.search import Passage, SearchFilters, search
 from agent.messages import ChatMessage
 from agent.providers.base import ProviderError
@@ -50,10 +50,12 @@ class QueryTranslation(BaseModel):
 
 async def target_languages(runtime: "Runtime", query: str, collection: str | None = None) -> list[str]:
     """The languages the collection holds besides the query's own (none for a one-language base),
-    from its vocabulary (loaded once, kept current), not its statistics file read per question."""
+    from its vocabulary (loaded once, kept current), not its statistics file read per question.
+    Vietnamese typed without its marks has no language of the collection for its own: every one
+    is asked for, Vietnamese too (the model writes it with its marks, which the embedder reads)."""
     from agent.knowledge.vocabulary import vocabulary
 
-    own = detect_language(query)
+    own = writing(query)
     langs = (await vocabulary(runtime, collection)).langs
     return [lang for lang, _ in sorted(langs.items(), key=lambda kv: (-kv[1], kv[0]))
             if lang not in (own, kb_languages.UNDETERMINED)]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from agent.fencing import quote
-from agent.knowledge.language import detect_language
+from agent.knowledge.language import query_language
 from agent.knowledge.search import Passage, search
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
@@ -128,7 +128,7 @@ async def get_formatted_context(
         passages = await search(runtime, query, top_k=top_k, collection=collection)
     if not passages:
         return ToolResult(text=NO_RESULTS, weak_evidence=True)
-    question_lang = detect_language(query)
+    question_lang = query_language(query)
     text, used = format_passages(passages, settings.context_chars, question_lang=question_lang)
     best = max((p.dense_score for p in used if p.dense_score is not None), default=None)
     weak = best is not None and best < settings.min_score
