@@ -91,3 +91,21 @@ async def test_a_request_typed_without_marks_is_answered_with_the_note_not_refus
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         route = await service.route("cach nau pho bo ngon tai nha")  # tune-38 u38-c-o03
         assert route.name == "knowledge" and route.borderline, route.reason
+
+
+async def test_weak_evidence_does_not_mark_it_unanswerable(city_permits_settings):
+    """Its best passage is far whether or not the documents answer it (tune-38: 11 of 52 such
+    answerable questions were marked "not in the documents"). The language guess takes "chat cay
+    can giay phep khong" for English, whose cut the same weak evidence passes for an English
+    question; typed without marks, it is not marked."""
+    from agent.knowledge import calibration as cal
+    from agent.knowledge.language import detect_language
+    from agent.understanding.answerable import weak_evidence
+
+    async with open_runtime(city_permits_settings) as rt:
+        stored, _ = await cal.stored(rt, rt.settings.collection)
+    assert stored is not None and stored.answerable_cuts() is not None
+    unmarked = "chat cay can giay phep khong"
+    assert detect_language(unmarked) == "en"
+    assert weak_evidence(stored, "do I need a permit to cut a tree", -1.0, model=False)
+    assert not weak_evidence(stored, unmarked, -1.0, model=False)
