@@ -13,6 +13,7 @@ Embedding costs 0.1-0.3 s per chunk, so every embedding is done once per session
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import os
 import shutil
@@ -69,15 +70,29 @@ def ingested(root: Path, kb: Path, **options) -> Settings:
 def _copy_sparse(src: str, dst: str) -> str:
     """Copy a file's data and leave its holes as holes. The embedded store preallocates 32 MiB
     files (WAL, vector and payload pages) that hold a few KiB; a plain copy writes every zero,
-    which made each copied data dir 528 MB on disk instead of 7 MB."""
+    which made each copied data dir 528 MB on disk instead of 7 MB. A file system that cannot
+    tell holes from data gets a plain copy."""
+    try:
+        _copy_data_regions(src, dst)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+        shutil.copyfile(src, dst)
+    shutil.copystat(src, dst)
+    return dst
+
+
+def _copy_data_regions(src: str, dst: str) -> None:
     with open(src, "rb") as source, open(dst, "wb") as target:
         size = os.fstat(source.fileno()).st_size
         offset = 0
         while offset < size:
             try:
                 start = os.lseek(source.fileno(), offset, os.SEEK_DATA)
-            except OSError:  # ENXIO: only a hole is left
-                break
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # only a hole is left
+                    break
+                raise
             end = os.lseek(source.fileno(), start, os.SEEK_HOLE)
             source.seek(start)
             target.seek(start)
@@ -88,8 +103,6 @@ def _copy_sparse(src: str, dst: str) -> str:
                 remaining -= len(block)
             offset = end
         target.truncate(size)
-    shutil.copystat(src, dst)
-    return dst
 
 
 def copy_data_dir(src: Path, dst: Path) -> Path:

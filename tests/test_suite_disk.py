@@ -35,3 +35,25 @@ async def test_a_copied_data_dir_takes_the_space_of_its_original_and_answers_the
     async with open_runtime(settings) as rt:
         passages = await search(rt, question, top_k=5)
     assert passages and any(p.source == "tree-removal.md" for p in passages)
+
+
+def test_a_copy_keeps_every_byte_with_holes_or_on_a_file_system_that_cannot_tell_them(tmp_path, monkeypatch):
+    import errno
+
+    from tests import knowledge_fixtures
+
+    source = tmp_path / "src"
+    source.mkdir()
+    with open(source / "page.dat", "wb") as handle:  # data, a 4 MiB hole, data, a hole at the end
+        handle.write(b"head" * 1000)
+        handle.seek(4 << 20)
+        handle.write(b"tail" * 1000)
+        handle.truncate(8 << 20)
+    expected = (source / "page.dat").read_bytes()
+    assert knowledge_fixtures.copy_data_dir(source, tmp_path / "sparse").joinpath("page.dat").read_bytes() == expected
+
+    def cannot(fd, offset, whence):
+        raise OSError(errno.EINVAL, "SEEK_DATA not supported")
+
+    monkeypatch.setattr(knowledge_fixtures.os, "lseek", cannot)
+    assert knowledge_fixtures.copy_data_dir(source, tmp_path / "plain").joinpath("page.dat").read_bytes() == expected
