@@ -241,7 +241,8 @@ def llm_server(monkeypatch):
 
 # --- knowledge base (tests/knowledge_fixtures.py): kb_subset_cache, kb_subset, kb_settings ---
 from tests.knowledge_fixtures import (city_permits_ingested, city_permits_settings, kb_runtime,  # noqa: F401
-                                      kb_settings, kb_subset, kb_subset_cache, university_it_ingested)
+                                      kb_settings, kb_subset, kb_subset_cache, university_it_ingested,
+                                      university_it_settings)
 
 
 @pytest.fixture(scope="session")

