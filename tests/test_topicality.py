@@ -152,6 +152,12 @@ def test_the_gate_refuses_only_where_the_examples_themselves_sit_and_is_stricter
     assert gate.decide(c, "en", kb=0.1, margin=-0.26).zone == "off"
     assert gate.decide(c, "en", kb=0.1, margin=-0.24).zone == "doubt"  # not strong evidence: not refused
     assert gate.decide(c, "en", kb=0.51, margin=0.2).zone == "on"  # closer to the documents than any example
+    # ...or leaning to the documents, rather than to an example to decline, further than any
+    # example itself does
+    c.margin["all"]["p100"] = 0.05
+    assert gate.decide(c, "en", kb=0.3, margin=0.04).zone == "doubt"
+    leaning = gate.decide(c, "en", kb=0.3, margin=0.06)
+    assert leaning.zone == "on" and "further than any example" in leaning.reason
     # inside a thread the evidence must be stronger; pointing back at the thread, a message is
     # never refused by numbers ("how often do I have to change it?" means nothing alone)
     assert gate.decide(c, "en", kb=0.1, margin=-0.3, in_thread=True).zone == "doubt"

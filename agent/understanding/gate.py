@@ -13,7 +13,8 @@ Three outcomes (`TopicVerdict.zone`):
 - `off`: the message leans toward an example to decline (rather than toward the knowledge base)
   as far as most of the examples themselves do, and does not point back at its thread: refused
   without a model;
-- `on`: the message comes closer to the knowledge base than any example does: answered;
+- `on`: the message comes closer to the knowledge base than any example does, or leans to it
+  (rather than to its nearest example) further than any example does: answered, no note;
 - `doubt`: everything else — the router model decides when there is one; without one the
   message is answered (a search costs less than a refused question), with a note that it may be
   outside what the documents cover.
@@ -80,7 +81,10 @@ CHECK_SECONDS = 5.0  # how often a cached calibration is compared with the colle
 # decline that the margin refuses has every word in one passage (0 of 361), so such a message is
 # held back from a refusal by numbers (doubtful: the router model decides, else answered). The
 # passages are BM25's best PHRASE_PASSAGES for the message, searched only for a message about to
-# be refused.
+# be refused or doubtful. The same evidence lifts a doubtful message to `on` (answered without the
+# "may be outside our documents" note): on the kept sets 34 doubtful answerable questions and no
+# doubtful request to decline have every word in one passage (docs/understanding.md, "plain
+# questions answered plainly").
 PHRASE_PASSAGES = 10
 # ...and a message of at most TERSE_WORDS words every word of which the documents use, though no
 # one passage holds them all ("check in app": the attendance page says "check in" and the app's
@@ -232,9 +236,12 @@ class TopicCheck:
         if verdict.zone == "off" and in_thread and await self._documents_words_only(text):
             verdict = decide(c, lang, kb, margin, in_thread=True, held="every word of it is the documents' own",
                              across=across is not None)
-        if verdict.zone == "off" and (source := await self._one_passage_holds(text)):
-            verdict = TopicVerdict("doubt", f"{verdict.reason}, but one passage holds every word of it ({source})",
-                                   kb, margin)
+        # a doubtful message is lifted only from a verdict of the numbers (not one of a knowledge
+        # base too small to calibrate, nor of a writing the embedder cannot read)
+        liftable = verdict.zone == "off" or (c.chunks >= MIN_PASSAGES and lang not in UNREADABLE)
+        if verdict.zone != "on" and liftable and (source := await self._one_passage_holds(text)):
+            verdict = TopicVerdict("doubt" if verdict.zone == "off" else "on",
+                                   f"{verdict.reason}, but one passage holds every word of it ({source})", kb, margin)
         if verdict.zone == "off" and len(text.split()) <= TERSE_WORDS and await self._documents_words_only(text):
             verdict = TopicVerdict("doubt", f"{verdict.reason}, but it is terse and every word of it is the "
                                             "documents' own", kb, margin)
@@ -310,6 +317,7 @@ def decide(c: cal.Calibration, lang: str, kb: float, margin: float, *, in_thread
     kb_table, margin_table = ("kb_across", "margin_across") if across else ("kb", "margin")
     floor = c.percentile(margin_table, lang, THREAD if in_thread else REFUSE)
     ceiling = c.percentile(kb_table, lang, 100)
+    leaning = c.percentile(margin_table, lang, 100)
     detail = f"kb {kb:+.3f}, margin {margin:+.3f} ({lang}{', across languages' if across else ''})"
     if lang in UNREADABLE:
         return TopicVerdict("doubt", f"{detail}: the embedder cannot read this writing well enough to judge it",
@@ -320,4 +328,6 @@ def decide(c: cal.Calibration, lang: str, kb: float, margin: float, *, in_thread
         return TopicVerdict("off", f"{detail}: leans to the examples to decline", kb, margin)
     if ceiling is not None and kb > ceiling:
         return TopicVerdict("on", f"{detail}: closer to the documents than any example", kb, margin)
+    if leaning is not None and margin > leaning:
+        return TopicVerdict("on", f"{detail}: leans to the documents further than any example", kb, margin)
     return TopicVerdict("doubt", detail, kb, margin)

