@@ -184,3 +184,33 @@ async def test_a_passage_ranked_in_from_another_language_leaves_the_gates_eviden
     assert shown < before  # an English passage took the place of the closest Vietnamese one
     found = Found("knowledge", "get_formatted_context", {}, ToolResult(text="", data=ranked_in), question)
     assert best_centered(found) == pytest.approx(before, abs=1e-4)
+
+
+# A question in a language few of the documents are written in: the dense side of the hybrid
+# ranks every language centered (search._centered_hybrid), so its own pages no longer come first
+# merely for being in its language. Guards: questions answered by a page of their own language.
+OWN_LANGUAGE = [("Tôi làm tiệm nail tại nhà, mỗi ngày được tiếp tối đa bao nhiêu khách?", "huong-dan-giay-phep-kinh-doanh-vi.md"),
+                ("Thay bình nước nóng trong nhà thì phí giấy phép là bao nhiêu?", "sua-nha-va-kiem-tra-vi.md"),
+                ("¿Cuántos huéspedes como máximo puedo recibir en un alquiler de corto plazo?", "alquileres-de-corto-plazo-es.md"),
+                ("¿Hasta qué hora puedo cancelar una inspección sin que me cobren?", "guia-del-propietario-es.md")]
+
+
+async def test_a_minority_language_question_gets_the_answering_page_of_another_language_first(city_permits_settings,
+                                                                                              monkeypatch):
+    from agent.knowledge import search as search_module
+
+    async with open_runtime(city_permits_settings) as rt:
+        centered = await search(rt, VIETNAMESE, top_k=5)
+        own_first = []
+        for question, source in OWN_LANGUAGE:
+            own_first.append((await search(rt, question, top_k=5))[0].source == source)
+
+        async def main_language(*args) -> bool:
+            return False
+
+        monkeypatch.setattr(search_module, "_minority", main_language)
+        before = await search(rt, VIETNAMESE, top_k=5)
+    assert centered[0].source == "tree-removal.md" and hit_rank(centered[:1], ANSWER) == 1
+    assert before[0].source != "tree-removal.md" and before[0].lang == "vi"  # its own language led
+    assert all(own_first), own_first  # pages of the question's own language that answer it still lead
+

@@ -20,6 +20,7 @@ from agent.audience import VIEWING, narrowed
 from agent.knowledge import versions
 from agent.knowledge import calibration, language_centers, sections
 from agent.knowledge.language import detect_language
+from agent.knowledge.vocabulary import MAIN_SHARE, vocabulary
 from agent.knowledge.embedders import EmbedderError
 from agent.knowledge.sparse import PREFETCH_MIN, RRF_K, RRF_WEIGHTS, RRF_WEIGHTS_EXACT, bm25_query, fusion  # noqa: F401
 from agent.knowledge.store import (  # noqa: F401  (KnowledgeBaseUnavailable is part of this API)
@@ -61,6 +62,21 @@ CROSS_MARGIN = 0.03  # how far below the best similarity an other-language passa
 # best fused passage's centered cosine (centered cosines spread wider than raw ones: about 0.1-0.4).
 CROSS_CANDIDATES = 40
 CROSS_CENTERED_MARGIN = 0.06
+# A question in a language few of the documents are written in (under vocabulary.MAIN_SHARE of
+# the passages: a Spanish question to a mostly English handbook with a few Spanish pages) is
+# mostly answered by a page of another language, yet raw similarity ranks its own few pages
+# first, whatever they are about. For such a question the dense side of the hybrid ranks every
+# language by centered cosine (`_centered_hybrid`): its own pages compete on meaning alone, BM25
+# still rewards the words they share with it. Only where the language has a mean of its own
+# (pages from language_centers.MIN_DOCUMENTS documents); a question in a language the documents
+# do not hold has nothing drawing it and keeps the raw ranking. The raw ranking still counts, at
+# MINORITY_RAW_WEIGHT of the centered one's weight: it keeps a question answered by a page of its
+# own language first. Tuned on the kept organisations' Spanish and Vietnamese questions
+# (tune-34/36/39-crosslang and every such question of their other sets; docs/knowledge.md,
+# "Cross-language"): at 0.5, city permits' Vietnamese questions answered by an English page first
+# 7 -> 23 of 38 (Spanish 17 -> 16 of 41); at 0 the Spanish ones answered by a Spanish page lost 4
+# of 39 first places and the Texas demo's Spanish questions 4 of 61, at 0.5 one and none.
+MINORITY_RAW_WEIGHT = 0.5
 
 
 def other_languages(flt: models.Filter | None, lang: str) -> models.Filter:
@@ -239,7 +255,11 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     own = points
     if mode == "hybrid" and CROSS_WEIGHT > 0 and lang:
         centering = language_centers.current(runtime, name, metadata, runtime.embedder().name)
-        points = await _other_languages_ranked_in(runtime, name, lang, points, dense_vec, flt, centering)
+        if centering is not None and lang in centering.by_lang and await _minority(runtime, name, lang):
+            points = await _centered_hybrid(runtime, name, query, lang, dense_vec, sparse_vec, flt,
+                                            centering, limit=limit, prefetch_limit=prefetch_limit)
+        else:
+            points = await _other_languages_ranked_in(runtime, name, lang, points, dense_vec, flt, centering)
     passages = [_passage(p, dense_vec) for p in points]
     centers = metadata.get(calibration.KEY)
     if dense_vec is not None and isinstance(centers, dict):
@@ -263,6 +283,56 @@ def _keep_evidence(passages: list[Passage], own: list[models.ScoredPoint], score
     best = max((p.centered_score for p in kept if p.centered_score is not None), default=None)
     for passage in passages:
         passage.best_centered = best
+
+
+async def _minority(runtime: "Runtime", name: str, lang: str) -> bool:
+    """`lang` is not one the collection is mainly written in (False when its statistics cannot say)."""
+    try:
+        vocab = await vocabulary(runtime, name)
+    except Exception:  # the statistics cannot be read: search as for a main language
+        return False
+    return bool(vocab.chunks) and lang not in vocab.languages(MAIN_SHARE)
+
+
+def _order(point: models.ScoredPoint, score: float) -> tuple[float, str, int]:
+    payload = point.payload or {}
+    return -score, str(payload.get("source", "")), int(payload.get("chunk_index", 0))
+
+
+async def _centered_hybrid(runtime: "Runtime", name: str, query: str, lang: str, dense_vec: list[float],
+                           sparse_vec: models.SparseVector, flt: models.Filter | None,
+                           centering: "language_centers.Centering", *, limit: int,
+                           prefetch_limit: int) -> list[models.ScoredPoint]:
+    """Hybrid search for a question in a minority language: BM25 as usual; the dense side the
+    best `prefetch_limit` of the nearest passages of every language and of the other languages
+    (CROSS_CANDIDATES each) by centered cosine, and by raw cosine at MINORITY_RAW_WEIGHT; fused
+    here by the engine's RRF (same k and weights), ties broken by document and chunk."""
+    try:
+        near = await runtime.store.query_points(name, query=dense_vec, using=DENSE, limit=CROSS_CANDIDATES,
+                                                query_filter=flt, with_payload=True, with_vectors=[DENSE])
+        far = await runtime.store.query_points(name, query=dense_vec, using=DENSE, limit=CROSS_CANDIDATES,
+                                               query_filter=other_languages(flt, lang), with_payload=True,
+                                               with_vectors=[DENSE])
+        words = await runtime.store.query_points(name, query=sparse_vec, using=SPARSE, limit=prefetch_limit,
+                                                 query_filter=flt, with_payload=True, with_vectors=[DENSE])
+    except Exception as exc:
+        raise KnowledgeBaseUnavailable(f"search in {name!r} failed: {type(exc).__name__}: {exc}") from exc
+    candidates = list({str(p.id): p for p in [*near, *far]}.values())
+    similarities = centering.similarities(centering.query(dense_vec, lang), candidates)
+    dense = sorted(((p, s) for p, s in zip(candidates, similarities) if s is not None), key=lambda ps: _order(*ps))
+    sparse = sorted(((p, float(p.score)) for p in words), key=lambda ps: _order(*ps))
+    weights = fusion(query).rrf.weights or list(RRF_WEIGHTS)
+    fused: dict[str, float] = {}
+    point_of: dict[str, models.ScoredPoint] = {}
+    raw = sorted(((p, float(p.score)) for p in near), key=lambda ps: _order(*ps))
+    for ranking, weight in ((dense[:prefetch_limit], weights[0]), (raw[:prefetch_limit], MINORITY_RAW_WEIGHT * weights[0]),
+                            (sparse, weights[1])):
+        for rank, (point, _) in enumerate(ranking, start=1):
+            key = str(point.id)
+            fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank)
+            point_of.setdefault(key, point)
+    ordered = sorted(fused, key=lambda key: _order(point_of[key], fused[key]))[:limit]
+    return [replace(point_of[key], score=fused[key]) for key in ordered]
 
 
 async def _other_languages_ranked_in(runtime: "Runtime", name: str, lang: str, points: list[models.ScoredPoint],

@@ -49,7 +49,7 @@ from agent.knowledge.language import UNMARKED_VI, detect_language, writing
 from agent.knowledge.search import search
 from agent.knowledge.sparse import tokens
 from agent.knowledge.store import DENSE
-from agent.knowledge.vocabulary import Vocabulary, vocabulary
+from agent.knowledge.vocabulary import MAIN_SHARE, Vocabulary, vocabulary
 from agent.understanding.domain import Domain
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ ACROSS_PASSAGES = 40
 # was refused; on the kept sets nothing else changed (requests refused 362 of 513 either way; on
 # tune-38-minority, 32 Spanish and Vietnamese questions answered by English pages, none refused
 # either way).
-ACROSS_BELOW = 0.5
+ACROSS_BELOW = MAIN_SHARE
 # Vietnamese typed without its marks ("nghi phep nam duoc bao nhieu ngay") is a language the
 # embedder barely reads: on the tune-38 sets (four kept organisations) the margins of such
 # questions (-0.32 to +0.08) and of such requests to decline (-0.84 to +0.02) overlap over
