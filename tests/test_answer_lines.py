@@ -119,3 +119,29 @@ def test_the_question_s_own_figures_pick_the_line_even_written_per_month():
     [best, *_] = answer_lines("under the BCY2025 PSOC chart, what's the weekly for a fam of 3 making $2,890/mo?",
                               [passage(page, "PSOC")])
     assert "$34 per week" in best.unit.text
+
+
+ATTENDANCE = """## Steps
+
+| Points in the rolling year | Step |
+|---|---|
+| 6 | Written warning |
+| 10 | Termination |
+"""
+ASSAULT_ES = ("Tiene derecho a hasta 3 días de permiso administrativo con goce de sueldo después de una "
+              "agresión física, sin puntos de asistencia.")
+
+
+def test_words_match_only_within_a_language_so_a_lower_passage_never_heads_the_answer():
+    """A Spanish question whose best passage is an English table: a Spanish sentence ranked
+    under it that merely shares the question's words ("puntos de asistencia") is not its
+    answer line; the English table leads."""
+    question = "¿Cuántos puntos de asistencia llevan a un despido?"
+    english = Passage(text=ATTENDANCE, source="attendance-points.md", section="Steps", score=1.0, lang="en")
+    spanish = Passage(text=ASSAULT_ES, source="prevencion-de-agresiones-es.md", section="Después", score=0.9, lang="es")
+    assert answer_lines(question, [spanish]) != []  # alone, its words make it a line
+    assert answer_lines(question, [english, spanish]) == []
+    # a passage of the question's language above the other-language one still gives its lines
+    assert answer_lines(question, [spanish, english])[0].passage == 0
+    # a question whose language cannot be told (a code) reads every passage
+    assert answer_lines("SR-1", [english, passage("File the SR-1 report before the end of the shift.")]) != []

@@ -9,6 +9,10 @@ license renewl fee" meets "renewal fee"), each weighted by how rare it is among 
 (a term every unit has tells none apart). A question that asks for an amount (words in
 agent/data/answer_words.yaml, or a `$`) is answered by a unit with a figure, and a figure of
 the question itself ("family of 3", "$2,890") counts double. The better passage wins a tie.
+Words match only within a language: lines are read from the leading passages written in the
+question's language, none from below a passage in another one (a Spanish question whose best
+passage is an English table would otherwise be headed by a Spanish line that merely shares its
+words, from a passage ranked under the answer).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from agent.accents import fold
+from agent.knowledge.language import detect_language
 from agent.knowledge.sparse import tokens
 from agent.tables import Table, parse_table
 from agent.yamlio import safe_load
@@ -142,6 +147,18 @@ def _terms(unit: Unit) -> set[str]:
     return set(tokens(text))
 
 
+def _same_language_lead(question: str, passages: "list[Passage]") -> "list[Passage]":
+    """The passages up to the first one written in another language than `question` (all of
+    them when the question's language or a passage's cannot be told: a code, a table of figures)."""
+    lang = detect_language(question, default="")
+    if not lang:
+        return passages
+    for index, passage in enumerate(passages):
+        if passage.lang and passage.lang not in (lang, "und"):
+            return passages[:index]
+    return passages
+
+
 def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINES) -> list[AnswerLine]:
     """The units of the best passages that answer `question`, best first (none when no unit
     holds any of its terms). Passages are read whole: `context` (the section around the match)
@@ -153,7 +170,7 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
     amount = asks_for_amount(question)
     pool: list[tuple[int, Unit, set[str]]] = []
     seen: set[str] = set()
-    for index, passage in enumerate(passages[:BEST_PASSAGES]):
+    for index, passage in enumerate(_same_language_lead(question, passages[:BEST_PASSAGES])):
         for unit in units(getattr(passage, "context", None) or passage.text):
             if unit.text in seen:
                 continue
