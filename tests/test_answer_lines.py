@@ -145,3 +145,22 @@ def test_words_match_only_within_a_language_so_a_lower_passage_never_heads_the_a
     assert answer_lines(question, [spanish, english])[0].passage == 0
     # a question whose language cannot be told (a code) reads every passage
     assert answer_lines("SR-1", [english, passage("File the SR-1 report before the end of the shift.")]) != []
+
+
+def test_a_source_in_another_language_says_so_in_the_askers_language():
+    from agent.prompts import speaking
+
+    question = "¿Cuántos puntos de asistencia llevan a un despido?"
+    english = Passage(text=ATTENDANCE, source="attendance-points.md", title="Attendance Points", section="Steps",
+                      score=1.0, lang="en")
+    spanish = Passage(text=ASSAULT_ES, source="prevencion-de-agresiones-es.md", title="Prevención de agresiones",
+                      section="Después", score=0.9, lang="es")
+    result = ToolResult(text="", data=[english, spanish])
+    with speaking("es"):
+        text = compose(result, default_prompts(), query=question).text
+    assert "**[1]** Attendance Points — Steps (en inglés)" in text
+    assert "**[2]** Prevención de agresiones — Después\n" in text  # its own language: nothing said
+    with speaking("vi"):
+        assert "(bằng tiếng Anh)" in compose(result, default_prompts(), query="Bao nhiêu điểm thì bị sa thải?").text
+    # an English question to an English page: nothing said
+    assert "(in " not in compose(ToolResult(text="", data=[english]), default_prompts(), query="attendance steps").text

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Capability, EvalSection, Found, SearchOnly
 from agent.knowledge.answer_lines import AnswerLine, answer_lines
+from agent.knowledge.language import query_language
 from agent.knowledge.search import Passage
 from agent.tables import Table, blocks
 from agent.references import Reference
@@ -193,9 +194,13 @@ def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
         parts.append(_answer_block(group, n, entries[n - 1][0]))
     size = sum(len(p) + 2 for p in parts)
     kept = 0
+    asked_in = query_language(query) if query.strip() else ""
     for i, (ref, found) in enumerate(entries, start=1):
         bodies = list(dict.fromkeys(excerpt(from_section(whole(p), p.section)) for p in found))
-        entry = f"**[{i}]** {ref.label()}\n\n" + "\n\n".join(bodies)
+        written_in = found[0].lang
+        other = f" {prompts.render('source_language', lang=written_in)}" \
+            if asked_in and written_in and written_in not in (asked_in, "und") else ""
+        entry = f"**[{i}]** {ref.label()}{other}\n\n" + "\n\n".join(bodies)
         if i > max(cited, 1) and size + len(entry) > ANSWER_CHARS:
             break
         parts.append(entry)
