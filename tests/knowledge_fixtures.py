@@ -272,6 +272,13 @@ async def service_on(runtime: Runtime, **kwargs):
         await service.close()
 
 
+async def assert_refused(service, *requests: str) -> None:
+    """Each request, routed alone, is refused (the guard beside a gate rule that answers more)."""
+    for request in requests:
+        route = await service.route(request)
+        assert route.name == "offtopic", (request, route.reason)
+
+
 def eval_run(service, data: dict | None = None, top_k: int = 5):
     """What `askdesk eval` hands each section."""
     from agent.evaluation import EvalRun

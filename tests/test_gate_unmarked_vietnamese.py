@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from agent.knowledge.language import UNMARKED_VI, message_language, query_language, typed_without_marks, writing
-from tests.knowledge_fixtures import open_runtime, service_on
+from tests.knowledge_fixtures import assert_refused, open_runtime, service_on
 
 UNMARKED = [
     "phi chat cay",
@@ -79,10 +79,8 @@ async def test_what_numbers_would_have_done_with_it(city_permits_settings, monke
 
 async def test_requests_written_in_full_or_in_english_are_still_refused(city_permits_settings):
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
-        for request in ("Con mèo nhà tôi bỏ ăn mấy hôm nay, phải làm sao?",  # tune-38 u38-c-o14
-                        "who won the world cup in 2014?"):
-            route = await service.route(request)
-            assert route.name == "offtopic", (request, route.reason)
+        await assert_refused(service, "Con mèo nhà tôi bỏ ăn mấy hôm nay, phải làm sao?",  # tune-38 u38-c-o14
+                             "who won the world cup in 2014?")
 
 
 async def test_a_request_typed_without_marks_is_answered_with_the_note_not_refused(city_permits_settings):

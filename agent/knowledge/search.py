@@ -320,11 +320,11 @@ async def _centered_hybrid(runtime: "Runtime", name: str, query: str, lang: str,
     candidates = list({str(p.id): p for p in [*near, *far]}.values())
     similarities = centering.similarities(centering.query(dense_vec, lang), candidates)
     dense = sorted(((p, s) for p, s in zip(candidates, similarities) if s is not None), key=lambda ps: _order(*ps))
+    raw = sorted(((p, float(p.score)) for p in near), key=lambda ps: _order(*ps))
     sparse = sorted(((p, float(p.score)) for p in words), key=lambda ps: _order(*ps))
     weights = fusion(query).rrf.weights or list(RRF_WEIGHTS)
     fused: dict[str, float] = {}
     point_of: dict[str, models.ScoredPoint] = {}
-    raw = sorted(((p, float(p.score)) for p in near), key=lambda ps: _order(*ps))
     for ranking, weight in ((dense[:prefetch_limit], weights[0]), (raw[:prefetch_limit], MINORITY_RAW_WEIGHT * weights[0]),
                             (sparse, weights[1])):
         for rank, (point, _) in enumerate(ranking, start=1):

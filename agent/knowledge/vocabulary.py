@@ -32,12 +32,12 @@ CHECK_SECONDS = 5.0  # how often a process compares its vocabulary with the coll
 # wrote (it writes the version first) before it rebuilds them by a scan
 SAVED_WAIT_SECONDS = 10.0
 SAVED_POLL_SECONDS = 0.1
-# Codes and acronyms as written in a message: two capitals ("TRS", "PSoC", "KinderConnect") or
-# letters mixed with digits ("BCY25", "TX3C"); a KB term written like this is the domain's own.
 # A language at least this share of the chunks are written in is one the documents are mainly
 # written in; a question in any other is mostly answered by a page of another language (the
 # off-topic gate measures it across languages; search ranks its dense side centered).
 MAIN_SHARE = 0.5
+# Codes and acronyms as written in a message: two capitals ("TRS", "PSoC", "KinderConnect") or
+# letters mixed with digits ("BCY25", "TX3C"); a KB term written like this is the domain's own.
 _CODE = re.compile(r"(?<![\w])(?=[\w-]*[A-Z][\w-]*[A-Z]|[\w-]*[A-Za-z][\w-]*\d|[\w-]*\d[\w-]*[A-Za-z])[\w-]{3,}(?![\w])")
 
 
