@@ -164,3 +164,32 @@ def test_a_source_in_another_language_says_so_in_the_askers_language():
         assert "(bằng tiếng Anh)" in compose(result, default_prompts(), query="Bao nhiêu điểm thì bị sa thải?").text
     # an English question to an English page: nothing said
     assert "(in " not in compose(ToolResult(text="", data=[english]), default_prompts(), query="attendance steps").text
+
+
+NUISANCE = """## Common nuisance standards
+
+- Grass and weeds may not be taller than **10 inches**.
+- No more than **one** inoperable vehicle, kept in the driveway for no more than **30 days**; others must be in a garage.
+- Garbage cans must be out of view from the street except on collection day.
+"""
+
+GARAGE = "Converting an existing legal garage to an ADU is allowed even if the garage is closer than 5 feet to the property line."
+
+
+def test_with_closeness_a_line_that_says_it_in_other_words_comes_first():
+    question = "broken-down car parked in a driveway for weeks, how long is that allowed"
+    found = [passage(NUISANCE, "Common nuisance standards", "code-enforcement.md"), passage(GARAGE, "ADUs", "adu.md")]
+    assert answer_lines(question, found) == []  # by words alone no line holds enough of the question
+    close = {u.text: 0.80 for u in units(NUISANCE)} | {GARAGE: 0.79}
+    close[next(u.text for u in units(NUISANCE) if "inoperable" in u.text)] = 0.86
+    [best, *rest] = answer_lines(question, found, closeness=close)
+    assert "inoperable vehicle" in best.unit.text and best.passage == 0
+    assert all(line.score < best.score for line in rest)
+
+
+def test_closeness_of_lines_not_among_the_passages_or_of_one_line_alone_changes_nothing():
+    question = "plan review fee percent"
+    found = [passage(PERMITS)]
+    assert answer_lines(question, found, closeness={"not a line here": 0.9, "nor this": 0.1}) == answer_lines(question, found)
+    lone = next(u.text for u in units(PERMITS) if u.text.startswith("**Technology fee"))
+    assert answer_lines(question, found, closeness={lone: 0.9}) == answer_lines(question, found)

@@ -205,11 +205,11 @@ KNOWLEDGE_QUESTION = "what is the income limit for a family of 3?"
 REGISTRY_SEARCH = "infant care near 78702"
 # the askdesk modules whose code a plain knowledge question runs (search-only, a registry declared
 # too), when its surface keeps the thread (Slack passes it in) and when askdesk does (Teams, the
-# terminal: the memory store is one module more): at most 42 either way (measured 41 and 42: the
+# terminal): at most 45 either way (measured 45 for both, 42 before round 40: the
 # section around a match, the answering lines, tables, the asker's language, the data-driven
-# ways of asking and the languages' mean vectors joined the path in issue 34); docs/architecture.md
-# lists them
-KNOWLEDGE_MODULES = {"surface keeps the thread": 42, "askdesk keeps the thread": 42}
+# ways of asking, the languages' mean vectors and the lines weighed by meaning with the embedding
+# cache joined the path in issue 34); docs/architecture.md lists them
+KNOWLEDGE_MODULES = {"surface keeps the thread": 45, "askdesk keeps the thread": 45}
 
 
 async def modules_run(service, request) -> set[str]:

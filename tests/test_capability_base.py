@@ -90,6 +90,8 @@ async def test_the_defaults_do_nothing():
     assert [type(c) for c in Minimal.build(None, Settings())] == [Minimal]
     assert await minimal.prefetch("x") is None and await minimal.vocabulary() is None
     assert await minimal.unplaced("x") == "" and await minimal.warm() is None
+    found = Found("minimal", "room_of", {}, ToolResult(text="Ada booked room 4."), "which room?")
+    assert await minimal.read_closely(found) is found and found.closeness == {}
     with pytest.raises(KeyError):
         await minimal.run_command("rooms", "x")
     # without a model, what its tool returned is the answer (or that nothing was found)

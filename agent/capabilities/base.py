@@ -43,6 +43,9 @@ class Found:
     arguments: dict[str, Any]
     result: "ToolResult"
     query: str = ""  # the routed query the arguments were built from
+    # how close in meaning each line of what was found is to `query` (a line's text: its cosine),
+    # filled by the capability's `read_closely` before a search-only answer; empty: not read
+    closeness: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,12 @@ class Capability:
         `model` (the router model, its calls counted by the turn) may read what rules cannot.
         Only tools that read run here: a changing tool refuses to run unconfirmed."""
         return None
+
+    async def read_closely(self, found: Found) -> Found:
+        """`found`, read more closely before a search-only answer is written from it (the
+        knowledge base weighs the lines it may quote by meaning: `Found.closeness`); by default
+        as it is."""
+        return found
 
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly | None:
         """The answer without a model, from what `prefetch` found; None: what the tool returned

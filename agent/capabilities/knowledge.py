@@ -2,7 +2,8 @@
 its search before the first model call, and its search-only answer: one lead-in line chosen
 from the evidence, the lines of the best passages that answer the question (a table row with its
 header, a list item, the sentence with the asked figure: agent/knowledge/answer_lines.py) quoted
-with where they stand, then the passages with their sources, tables whole (agent/tables.py).
+with where they stand (weighed by words and by meaning: agent/knowledge/line_meaning.py), then
+the passages with their sources, tables whole (agent/tables.py).
 
 Bound to one knowledge collection (a Slack channel may use another: `slack_channel_collections`).
 It claims no message by its wording: whether a message is for the documents is decided by
@@ -12,11 +13,13 @@ meaning (agent/understanding/gate.py), and everything no registry claims is thei
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent.capabilities.base import Capability, EvalSection, Found, SearchOnly
 from agent.knowledge.answer_lines import AnswerLine, answer_lines
 from agent.knowledge.language import query_language
+from agent.knowledge.line_meaning import line_closeness
 from agent.knowledge.search import Passage
 from agent.tables import Table, blocks
 from agent.references import Reference
@@ -167,9 +170,11 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference) -> str:
     return f"> {unit.text} — {_cite(ref, number)}"
 
 
-def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "", lead: str | None = None) -> SearchOnly:
+def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "", lead: str | None = None,
+            closeness: dict[str, float] | None = None) -> SearchOnly:
     """The search-only answer: one lead-in line (`lead`, a message name; else chosen from the
-    evidence), the lines that answer `query` quoted with where they stand, then the best
+    evidence), the lines that answer `query` quoted with where they stand (by words, and by
+    meaning where `closeness` weighs them: agent/knowledge/line_meaning.py), then the best
     passages with their tables whole, numbered as their sources are: passages from the same
     source and section share one entry, and entry i is reference i."""
     entries = shown(result)
@@ -179,7 +184,7 @@ def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
     ranked = [p for p in (result.data if result is not None else []) if isinstance(p, Passage) and id(p) in number]
     parts = [prompts.render(lead or lead_in(result))]
     cited = 0
-    answers = answer_lines(query, ranked) if query.strip() else []
+    answers = answer_lines(query, ranked, closeness=closeness) if query.strip() else []
     groups: list[list[AnswerLine]] = []
     for line in answers:  # rows of one table in one passage go together
         same = next((g for g in groups if g[0].passage == line.passage and line.unit.table is not None
@@ -262,6 +267,13 @@ class KnowledgeCapability(Capability):
     async def prefetch(self, query: str, *, model: "Model | None" = None) -> Found:
         return await self.search(query)
 
+    async def read_closely(self, found: Found) -> Found:
+        passages = [p for p in (found.result.data or []) if isinstance(p, Passage)] \
+            if isinstance(found.result.data, list) else []
+        if not found.query.strip() or not passages:
+            return found
+        return replace(found, closeness=await line_closeness(self.runtime, found.query, passages))
+
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
         return self.answer(found, prompts)
 
@@ -272,7 +284,8 @@ class KnowledgeCapability(Capability):
         same order: "[3]" in the text is source 3."""
         result = found.result if found is not None else None
         lead = lead_in(result, borderline=borderline, unanswerable=unanswerable)
-        return compose(result, prompts, query=found.query if found is not None else "", lead=lead)
+        return compose(result, prompts, query=found.query if found is not None else "", lead=lead,
+                       closeness=found.closeness if found is not None else None)
 
     async def vocabulary(self) -> "Vocabulary":
         from agent.knowledge.vocabulary import vocabulary

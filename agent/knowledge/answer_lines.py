@@ -13,6 +13,13 @@ Words match only within a language: lines are read from the leading passages wri
 question's language, none from below a passage in another one (a Spanish question whose best
 passage is an English table would otherwise be headed by a Spanish line that merely shares its
 words, from a passage ranked under the answer).
+
+Words alone miss a line that says the same in other words ("dead car in the driveway" against
+"one inoperable vehicle, kept in the driveway for no more than 30 days"). So the lines a reader
+would check first (those of the passages' matched chunks, and the best lines by words) are also
+weighed by meaning when the caller has their closeness to the question (agent/knowledge/
+line_meaning.py, the collection's own embedder): a line's score is then its words' share of the
+best words' score and its closeness's place between the least and the most close, mixed.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
@@ -45,6 +53,10 @@ FIGURELESS = 0.55  # an amount question's line without a figure counts this much
 LENGTH_TERMS = 60.0  # a unit of this many terms counts half as much as a one-term unit would
 FIGURE_WEIGHT = 2.0  # a figure of the question ("family of 3", "$2,890") found in a line counts double
 PARAGRAPH_CHARS = 320  # a paragraph up to this long is one unit; a longer one, its sentences
+MEANING_SHARE = 0.75  # with closeness: how much of a line's score its meaning is (the rest its words)
+NEAR_BEST_MEANING = 0.7  # with closeness: a line scores at least this share of the best line's score
+WEIGHED_BY_WORDS = 8  # the best lines by words that are weighed by meaning too (beside the matched chunks')
+MAX_WEIGHED = 24  # lines weighed by meaning per question at most (each new one is embedded once)
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(*¿¡\[]?[A-ZÀ-Ỹ0-9$])")
@@ -111,6 +123,13 @@ class AnswerLine:
 def units(text: str) -> list[Unit]:
     """The units of a passage's Markdown, in order. Headings and questions are not units: they
     name or ask, they do not answer (a Q&A page's "**Q4: …?**" matches the question best)."""
+    return list(_units(text))
+
+
+@lru_cache(maxsize=256)
+def _units(text: str) -> tuple[Unit, ...]:
+    """`units`, parsed once per text: the lines to weigh and the lines picked read the same
+    passages."""
     lines = text.splitlines()
     tokens_ = _PARSER.parse(text)
     out: list[Unit] = []
@@ -139,7 +158,7 @@ def units(text: str) -> list[Unit]:
                 out.append(Unit("sentence", content))
             else:
                 out.extend(Unit("sentence", s) for s in _SENTENCE_END.split(content) if s.strip())
-    return [u for u in out if not _QUESTION.search(u.text)]  # a question asks, it does not answer
+    return tuple(u for u in out if not _QUESTION.search(u.text))  # a question asks, it does not answer
 
 
 def _terms(unit: Unit) -> set[str]:
@@ -159,15 +178,9 @@ def _same_language_lead(question: str, passages: "list[Passage]") -> "list[Passa
     return passages
 
 
-def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINES) -> list[AnswerLine]:
-    """The units of the best passages that answer `question`, best first (none when no unit
-    holds any of its terms). Passages are read whole: `context` (the section around the match)
-    when the search gave it, else the passage's text."""
-    # "$2,890/mo" is one index term; the figure alone ("2,890", "2890") is what a line holds
-    wanted = set(tokens(question)) | set(tokens(question.replace("/", " ")))
-    if not wanted:
-        return []
-    amount = asks_for_amount(question)
+def _pool(question: str, passages: "list[Passage]") -> list[tuple[int, Unit, set[str]]]:
+    """The units of the leading passages (`_same_language_lead`), each once, with its passage's
+    index and its index terms."""
     pool: list[tuple[int, Unit, set[str]]] = []
     seen: set[str] = set()
     for index, passage in enumerate(_same_language_lead(question, passages[:BEST_PASSAGES])):
@@ -176,27 +189,93 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
                 continue
             seen.add(unit.text)
             pool.append((index, unit, _terms(unit)))
-    if not pool:
-        return []
-    count = len(pool)
+    return pool
+
+
+def _wanted(question: str) -> set[str]:
+    # "$2,890/mo" is one index term; the figure alone ("2,890", "2890") is what a line holds
+    return set(tokens(question)) | set(tokens(question.replace("/", " ")))
+
+
+def _by_words(question: str, pool: list[tuple[int, Unit, set[str]]]) -> dict[str, float]:
+    """Each unit's score by the question's words it holds, by their rarity among the units, for
+    its length (units holding too few of the words are left out)."""
+    wanted = _wanted(question)
     frequency: dict[str, int] = {}
     for _, _, terms in pool:
         for term in terms & wanted:
             frequency[term] = frequency.get(term, 0) + 1
-    idf = {t: math.log(1 + count / n) for t, n in frequency.items()}
+    idf = {t: math.log(1 + len(pool) / n) for t, n in frequency.items()}
     needed = min(3, max(1, round(0.2 * len(wanted))))
-    scored: list[AnswerLine] = []
-    for order, (index, unit, terms) in enumerate(pool):
+    scores: dict[str, float] = {}
+    for _, unit, terms in pool:
         matched = terms & wanted
-        if len(matched) < needed:
+        if len(matched) >= needed:
+            scores[unit.text] = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) \
+                / (1 + len(terms) / LENGTH_TERMS)
+    return scores
+
+
+def to_weigh(question: str, passages: "list[Passage]") -> list[Unit]:
+    """The lines worth weighing by meaning for `question` (at most MAX_WEIGHED): those of the
+    leading passages' matched chunks, where the search found the question closest, then the
+    best WEIGHED_BY_WORDS lines by words."""
+    pool = _pool(question, passages)
+    if not _wanted(question) or not pool:
+        return []
+    lead = _same_language_lead(question, passages[:BEST_PASSAGES])
+    matched = [" ".join(p.text.split()) for p in lead]
+    chunk_units = {u.text for p in lead for u in units(p.text)}
+    in_match = [u for _, u, _ in pool if u.text in chunk_units or any(" ".join(u.text.split()) in m for m in matched)]
+    words = _by_words(question, pool)
+    best_words = [u for _, u, _ in sorted(pool, key=lambda e: -words.get(e[1].text, 0.0)) if u.text in words]
+    chosen = list({u.text: u for u in [*in_match, *best_words[:WEIGHED_BY_WORDS]]}.values())
+    return chosen[:MAX_WEIGHED]
+
+
+def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINES,
+                 closeness: Mapping[str, float] | None = None) -> list[AnswerLine]:
+    """The units of the best passages that answer `question`, best first. Passages are read
+    whole: `context` (the section around the match) when the search gave it, else the passage's
+    text. By words alone, none when no unit holds enough of its terms; with `closeness` (a unit's
+    text: its embedding's cosine to the question's, for the units of `to_weigh`), by words and
+    meaning."""
+    if not _wanted(question):
+        return []
+    pool = _pool(question, passages)
+    if not pool:
+        return []
+    amount = asks_for_amount(question)
+    words = _by_words(question, pool)
+    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {u.text for _, u, _ in pool}})
+    best_words = max(words.values(), default=0.0)
+    scored: list[AnswerLine] = []
+    for order, (index, unit, _) in enumerate(pool):
+        if meaning:
+            score = (1 - MEANING_SHARE) * (words.get(unit.text, 0.0) / best_words if best_words else 0.0) \
+                + MEANING_SHARE * meaning.get(unit.text, 0.0)
+        elif unit.text in words:
+            score = words[unit.text]
+        else:
             continue
-        score = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) / (1 + len(terms) / LENGTH_TERMS)
         if amount and not _FIGURE.search(unit.text):
             score *= FIGURELESS
         score *= 1 - RANK_DECAY * index
-        scored.append(AnswerLine(unit, index, score, order))
+        if score > 0:
+            scored.append(AnswerLine(unit, index, score, order))
     if not scored:
         return []
     scored.sort(key=lambda line: -line.score)
-    best = scored[0].score
-    return [line for line in scored if line.score >= NEAR_BEST * best][:limit]
+    near = NEAR_BEST_MEANING if meaning else NEAR_BEST
+    return [line for line in scored if line.score >= near * scored[0].score][:limit]
+
+
+def _spread(closeness: dict[str, float]) -> dict[str, float]:
+    """Each closeness placed between the least close (0) and the closest (1) of its lines:
+    an embedder's cosines sit in a narrow band whose place differs by question."""
+    if len(closeness) < 2:
+        return {}
+    low, high = min(closeness.values()), max(closeness.values())
+    if high - low < 1e-6:
+        return {}
+    return {text: (c - low) / (high - low) for text, c in closeness.items()}

@@ -137,7 +137,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         case None:
             raise AssertionError("respond: the turn has no route")
     if ctx.models.agent is None:
-        turn.result = search_only(turn, ctx, search_only_notice(ctx), unanswerable=await unsupported(turn, ctx))
+        turn.result = await search_only(turn, ctx, search_only_notice(ctx), unanswerable=await unsupported(turn, ctx))
         return
     try:
         async with asyncio.timeout(remaining()):  # the deadline, even for a call that ignores it
@@ -153,7 +153,7 @@ async def respond(turn: Turn, ctx: TurnContext) -> None:
         log.warning("turn: no model answer (%s); answering with search results", why)
         if not turn.found:  # nothing was searched before the model (a benchmark's stages): search now
             turn.found = await search_in_reserve(turn, ctx)
-        turn.result = await search_results_instead(exc, search_only(turn, ctx, search_only_notice(ctx)), turn.answer_text,
+        turn.result = await search_results_instead(exc, await search_only(turn, ctx, search_only_notice(ctx)), turn.answer_text,
                                                    ctx.prompts)
         return
     if run.pending:  # the model called a tool that changes something: the asker confirms first
@@ -266,10 +266,11 @@ def search_only_notice(ctx: TurnContext) -> str | None:
     return ctx.models.said() if ctx.models.said is not None else ctx.models.notice
 
 
-def search_only(turn: Turn, ctx: TurnContext, notice: str | None, *, unanswerable: bool = False) -> AnswerResult:
-    """The route's capability answers from what it found, without a model. A knowledge answer
-    has one lead-in line, chosen from the evidence (`unanswerable`: the documents do not
-    support an answer; the route's `borderline`: the message may be outside them)."""
+async def search_only(turn: Turn, ctx: TurnContext, notice: str | None, *, unanswerable: bool = False) -> AnswerResult:
+    """The route's capability answers from what it found, without a model, having read it
+    closely (`Capability.read_closely`). A knowledge answer has one lead-in line, chosen from
+    the evidence (`unanswerable`: the documents do not support an answer; the route's
+    `borderline`: the message may be outside them)."""
     found = turn.found[0] if turn.found else None
     capability: Capability | None = None
     borderline = False
@@ -280,6 +281,12 @@ def search_only(turn: Turn, ctx: TurnContext, notice: str | None, *, unanswerabl
             pass
         case Act(capability=capability):
             pass
+    if capability is not None and found is not None:
+        try:  # within the turn's deadline; past it, the answer is written from the search as it is
+            async with asyncio.timeout(remaining()):
+                found = await capability.read_closely(found)
+        except TimeoutError:
+            log.info("search-only answer: no time left to read what was found closely")
     if capability is ctx.knowledge and capability is not None:
         shown = ctx.knowledge.answer(found, ctx.prompts, borderline=borderline, unanswerable=unanswerable)
     else:

@@ -1,0 +1,36 @@
+"""The lines a search-only answer quotes first are weighed by meaning as well as by words
+(agent/knowledge/line_meaning.py): through the turn, on the city-permits example with its own
+embedder; and when the embedding cache is broken, the answer still comes, its lines picked by words."""
+
+from __future__ import annotations
+
+import logging
+
+from agent.knowledge.embed_cache import CACHE_FILE
+from agent.turn.service import AskRequest
+from tests.knowledge_fixtures import open_runtime, service_on
+
+# the answering line shares only "driveway" with it: "one inoperable vehicle ... no more than 30 days"
+QUESTION = "there's a broken-down car parked in a neighbour's driveway for weeks, how long is that allowed"
+
+
+def _quoted(answer: str) -> list[str]:
+    return [line for line in answer.splitlines() if line.startswith("> ")]
+
+
+async def test_the_answer_quotes_first_the_line_that_means_what_was_asked(city_permits_settings):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        result = await service.answer(AskRequest(text=QUESTION))
+    assert result.search_only and result.references
+    quoted = _quoted(result.answer)
+    assert quoted and "inoperable" in quoted[0] and "30 days" in quoted[0], result.answer[:600]
+
+
+async def test_a_broken_embedding_cache_leaves_the_lines_to_their_words(city_permits_settings, caplog):
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        (rt.settings.data_dir / CACHE_FILE).write_bytes(b"not a database" * 100)  # a torn or foreign file
+        with caplog.at_level(logging.WARNING):
+            result = await service.answer(AskRequest(text=QUESTION))
+    assert result.search_only and result.references  # the sources are there all the same
+    assert not any("inoperable" in line for line in _quoted(result.answer)[:1])
+    assert "answer lines: not weighed by meaning (DatabaseError" in caplog.text
