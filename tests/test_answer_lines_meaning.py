@@ -34,3 +34,14 @@ async def test_a_broken_embedding_cache_leaves_the_lines_to_their_words(city_per
     assert result.search_only and result.references  # the sources are there all the same
     assert not any("inoperable" in line for line in _quoted(result.answer)[:1])
     assert "answer lines: not weighed by meaning (DatabaseError" in caplog.text
+
+
+async def test_askdesk_eval_reports_whether_the_lines_read_first_hold_the_answer(city_permits_settings):
+    from agent.evaluation import retrieval
+
+    items = [{"id": "car", "question": QUESTION, "must_contain": ["30 days"], "lang": "en"},
+             {"id": "absent", "question": "fee for a sign permit", "must_contain": ["no such text anywhere"], "lang": "en"}]
+    async with open_runtime(city_permits_settings) as rt:
+        result = await retrieval.evaluate(items, rt, top_k=5)
+    assert result["lines_hold"] == 0.5 and result["first_line"] == 0.5 and result["lines_failures"] == ["absent"]
+    assert "answer lines hold the answer 0.500 (first line 0.500); not held: absent" in retrieval.render(result)

@@ -1,8 +1,13 @@
-"""The `retrieval` section of an eval file: recall@1/3/5, MRR and per-language recall.
+"""The `retrieval` section of an eval file: recall@1/3/5, MRR and per-language recall, and
+whether what a person reads first in a search-only answer holds the answer.
 
 An item `{id, question, must_contain, lang?}` is a hit at k when every `must_contain` string
 occurs (case-insensitively) in at least one of the top-k passages — in what each hands over, its
 section `context` when search expanded it — ; its rank is the smallest such k. The search runs exactly as the bot's tool does (hybrid unless `mode` says otherwise).
+
+`lines_hold`: the share of items whose answer lines (agent/knowledge/answer_lines.py, weighed by
+words and meaning as a search-only answer's are), or the first passage when none is quoted, hold
+every `must_contain` string; `first_line`: the same for the first line alone.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from agent.knowledge.answer_lines import answer_lines
+from agent.knowledge.line_meaning import line_closeness
 from agent.knowledge.search import Passage, SearchMode, search
 
 if TYPE_CHECKING:
@@ -30,7 +37,21 @@ def hit_rank(passages: list[Passage], must_contain: list[str]) -> int | None:
     return None
 
 
-def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int) -> dict[str, Any]:
+def _holds(text: str, must_contain: list[str]) -> bool:
+    return all(s.lower() in text.lower() for s in must_contain)
+
+
+async def read_first(runtime: "Runtime", question: str, passages: list[Passage], must_contain: list[str]) -> tuple[bool, bool]:
+    """Whether the answer lines a search-only answer quotes (else its first passage) hold the
+    answer, and whether the first of them does."""
+    lines = answer_lines(question, passages, closeness=await line_closeness(runtime, question, passages))
+    first = (passages[0].context or passages[0].text) if passages else ""
+    shown = " ".join(line.unit.markdown() for line in lines) if lines else first
+    return _holds(shown, must_contain), _holds(lines[0].unit.markdown() if lines else first, must_contain)
+
+
+def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int,
+          read: dict[str, tuple[bool, bool]] | None = None) -> dict[str, Any]:
     n = len(ranks)
     ks = sorted(set(KS) | {top_k})
     result: dict[str, Any] = {}
@@ -43,9 +64,14 @@ def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int) -> di
     result["by_lang"] = {
         lang: round(sum(1 for r in rs if r and r <= top_k) / len(rs), 4) for lang, rs in sorted(by_lang.items())
     }
+    if read:
+        result["lines_hold"] = round(sum(1 for held, _ in read.values() if held) / len(read), 4)
+        result["first_line"] = round(sum(1 for _, first in read.values() if first) / len(read), 4)
     result["n"] = n
     result["top_k"] = top_k
     result["failures"] = [item_id for item_id, r in ranks.items() if not r or r > top_k]
+    if read:
+        result["lines_failures"] = [item_id for item_id, (held, _) in read.items() if not held]
     return result
 
 
@@ -56,15 +82,21 @@ async def rank_items(
     depth: int = max(KS),
     collection: str | None = None,
     mode: SearchMode = "hybrid",
+    read: dict[str, tuple[bool, bool]] | None = None,
+    top_k: int = max(KS),
 ) -> tuple[dict[str, int | None], dict[str, str]]:
-    """Per item id: the hit rank within `depth` passages (or None), and the item's language."""
+    """Per item id: the hit rank within `depth` passages (or None), and the item's language;
+    with `read`, also what a search-only answer over the top `top_k` shows first (`read_first`)."""
     ranks: dict[str, int | None] = {}
     langs: dict[str, str] = {}
     for i, item in enumerate(items):
         item_id = str(item.get("id", f"#{i + 1}"))
         passages = await search(runtime, str(item["question"]), top_k=depth, collection=collection, mode=mode)
-        ranks[item_id] = hit_rank(passages, [str(s) for s in item.get("must_contain", [])])
+        must_contain = [str(s) for s in item.get("must_contain", [])]
+        ranks[item_id] = hit_rank(passages, must_contain)
         langs[item_id] = str(item.get("lang", "und"))
+        if read is not None:
+            read[item_id] = await read_first(runtime, str(item["question"]), passages[:top_k], must_contain)
     return ranks, langs
 
 
@@ -77,8 +109,10 @@ async def evaluate(
     collection: str | None = None,
     mode: SearchMode = "hybrid",
 ) -> dict[str, Any]:
-    ranks, langs = await rank_items(items, runtime, depth=max(top_k, max(KS)), collection=collection, mode=mode)
-    return score(ranks, langs, top_k)
+    read: dict[str, tuple[bool, bool]] = {}
+    ranks, langs = await rank_items(items, runtime, depth=max(top_k, max(KS)), collection=collection, mode=mode,
+                                    read=read, top_k=top_k)
+    return score(ranks, langs, top_k, read)
 
 
 class Section:
@@ -98,4 +132,9 @@ def render(result: dict[str, Any]) -> str:
     head = "  ".join(f"{k} {result[k]:.3f}" for k in ks) + f"  MRR {result['mrr']:.3f}  (n={result['n']})"
     langs = "  ".join(f"{lang} {value:.3f}" for lang, value in result["by_lang"].items())
     failures = ", ".join(result["failures"]) or "none"
-    return f"{head}\nrecall@{result['top_k']} by language: {langs}\nfailing: {failures}"
+    text = f"{head}\nrecall@{result['top_k']} by language: {langs}\nfailing: {failures}"
+    if "lines_hold" in result:
+        missed = ", ".join(result["lines_failures"]) or "none"
+        text += (f"\nanswer lines hold the answer {result['lines_hold']:.3f} (first line {result['first_line']:.3f}); "
+                 f"not held: {missed}")
+    return text
