@@ -132,3 +132,22 @@ async def test_without_the_terse_rule_it_would_be_refused(kb_settings, monkeypat
     async with open_runtime(kb_settings) as rt, service_on(rt) as service:
         route = await service.route("check in app")
         assert route.name == "offtopic", route.reason
+
+
+async def test_a_terse_question_with_one_word_the_documents_never_use_is_not_refused(city_permits_settings):
+    """"tesla charger permit" (tune-40-terse c17): "tesla" is no word of the documents, the EV
+    charger row of the electrical fees holds the others; by the margin alone it is refused."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("tesla charger permit")
+        assert route.name == "knowledge" and route.borderline, route.reason
+        assert "leans to the examples to decline" in route.reason, route.reason
+        assert "one passage holds every word of it but one the documents never use (electrical-permits.md)" \
+            in route.reason, route.reason
+        # two words the documents never use ("tesla", "price"): still refused
+        await assert_refused(service, "tesla stock price")
+
+
+async def test_without_that_rule_the_one_word_question_would_be_refused(city_permits_settings, monkeypatch):
+    monkeypatch.setattr(gate, "HELD_BUT_ONE_WORDS", 99)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        await assert_refused(service, "tesla charger permit")
