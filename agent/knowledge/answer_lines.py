@@ -126,10 +126,10 @@ def units(text: str) -> list[Unit]:
     return list(_units(text))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def _units(text: str) -> tuple[Unit, ...]:
     """`units`, parsed once per text: the lines to weigh and the lines picked read the same
-    passages."""
+    passages, one answer's few at a time (a small cache: a long-lived process keeps little)."""
     lines = text.splitlines()
     tokens_ = _PARSER.parse(text)
     out: list[Unit] = []
