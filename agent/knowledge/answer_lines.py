@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
