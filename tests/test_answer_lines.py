@@ -5,7 +5,7 @@ figure — quoted with their section and source number, under exactly one lead-i
 from __future__ import annotations
 
 from agent.capabilities.knowledge import ANSWERED, BORDERLINE, UNANSWERABLE, WEAK, compose, lead_in
-from agent.knowledge.answer_lines import answer_lines, asks_for_amount, units
+from agent.knowledge.answer_lines import answer_lines, asks_for_amount, to_weigh, units
 from agent.knowledge.search import Passage
 from agent.prompts import default_prompts
 from agent.tools.base import ToolResult
@@ -193,3 +193,60 @@ def test_closeness_of_lines_not_among_the_passages_or_of_one_line_alone_changes_
     assert answer_lines(question, found, closeness={"not a line here": 0.9, "nor this": 0.1}) == answer_lines(question, found)
     lone = next(u.text for u in units(PERMITS) if u.text.startswith("**Technology fee"))
     assert answer_lines(question, found, closeness={lone: 0.9}) == answer_lines(question, found)
+
+
+BOUNCED = """## Returned payments
+
+| Item | Charge |
+|---|---|
+| Card processing | 2.5% of the payment |
+| Returned (bounced) check | $35 per check |
+| Refund request | within 180 days of payment |
+"""
+
+
+def test_an_answer_in_another_language_is_quoted_by_its_meaning():
+    """A Spanish question whose best passage is an English table: its row that means what was
+    asked is quoted (words cannot tell it: they meet across languages only by chance), none
+    without closeness, and never from a Spanish passage ranked under it."""
+    question = "¿Cuánto cobran si el banco rechaza mi cheque?"
+    english = Passage(text=BOUNCED, source="payment-methods.md", section="Returned payments", score=1.0, lang="en")
+    spanish = Passage(text=ASSAULT_ES, source="prevencion-de-agresiones-es.md", section="Después", score=0.9, lang="es")
+    assert answer_lines(question, [english, spanish]) == []
+    rows = {u.text: 0.80 for u in units(BOUNCED)}
+    rows[next(t for t in rows if "bounced" in t)] = 0.84
+    close = rows | {ASSAULT_ES: 0.95}  # closer, but in the question's language below the answer
+    [best, *rest] = answer_lines(question, [english, spanish], closeness=close)
+    assert "$35 per check" in best.unit.text and best.passage == 0
+    assert all(line.passage == 0 for line in rest)
+    # all its section's lines are weighed, not only those sharing the question's words
+    assert {u.text for u in to_weigh(question, [english, spanish])} == set(rows)
+
+
+def test_an_answer_line_from_another_language_says_so():
+    from agent.prompts import speaking
+
+    question = "¿Cuánto cobran si el banco rechaza mi cheque?"
+    english = Passage(text=BOUNCED, source="payment-methods.md", title="Payment methods", section="Returned payments",
+                      score=1.0, lang="en")
+    close = {u.text: (0.84 if "bounced" in u.text else 0.80) for u in units(BOUNCED)}
+    with speaking("es"):
+        text = compose(ToolResult(text="", data=[english]), default_prompts(), query=question, closeness=close).text
+    assert "| Returned (bounced) check | $35 per check |\n\n— *Returned payments* [1] (en inglés)" in text
+
+
+def test_vietnamese_typed_without_marks_reads_vietnamese_lines_never_other_languages_by_meaning():
+    """The embedder reads a question typed without marks apart from every written language, so
+    lines in another language are not quoted for it by meaning; its own language's are, by words
+    (the index folds the marks away) as a marked question's would be."""
+    question = "phi tra lai sec bi tu choi bao nhieu"
+    english = Passage(text=BOUNCED, source="payment-methods.md", section="Returned payments", score=1.0, lang="en")
+    close = {u.text: (0.84 if "bounced" in u.text else 0.80) for u in units(BOUNCED)}
+    # the second has no common word by which its language could be guessed: Vietnamese all the same
+    for asked in (question, "sec bi tra lai mat phi gi"):
+        assert answer_lines(asked, [english], closeness=close) == []
+        assert to_weigh(asked, [english]) == []  # nothing embedded for it either
+    vietnamese = Passage(text="## Thanh toán\n\n- Phí trả lại séc bị từ chối: **$35** mỗi lần.\n- Thẻ tín dụng: phí 2,5%.\n",
+                         source="thanh-toan-vi.md", section="Thanh toán", score=1.0, lang="vi")
+    [best, *_] = answer_lines(question, [vietnamese, english])
+    assert "$35" in best.unit.text

@@ -44,4 +44,31 @@ async def test_askdesk_eval_reports_whether_the_lines_read_first_hold_the_answer
     async with open_runtime(city_permits_settings) as rt:
         result = await retrieval.evaluate(items, rt, top_k=5)
     assert result["lines_hold"] == 0.5 and result["first_line"] == 0.5 and result["lines_failures"] == ["absent"]
-    assert "answer lines hold the answer 0.500 (first line 0.500); not held: absent" in retrieval.render(result)
+    assert result["lines_quoted"] == 0.5
+    assert ("answer lines hold the answer 0.500 (first line 0.500, quoted lines alone 0.500); not held: absent"
+            in retrieval.render(result))
+
+
+async def test_askdesk_eval_tells_quoted_lines_from_a_first_passage_shown_in_their_place(city_permits_settings):
+    """A question no line is quoted for still holds its answer when the first passage does;
+    `lines_quoted` counts only what was quoted."""
+    from agent.evaluation import retrieval
+
+    # quoted by neither words nor meaning: the first passage is in another language than a
+    # question typed without its marks
+    items = [{"id": "car", "question": QUESTION, "must_contain": ["30 days"], "lang": "en"},
+             {"id": "unmarked", "question": "bi rot kiem tra lan thu hai thi phai tra them bao nhieu",
+              "must_contain": ["$150"], "lang": "vi"}]
+    async with open_runtime(city_permits_settings) as rt:
+        result = await retrieval.evaluate(items, rt, top_k=5)
+    assert result["lines_hold"] == 1.0 and result["lines_quoted"] == 0.5, result
+
+
+async def test_a_spanish_question_answered_by_an_english_page_quotes_its_line(city_permits_settings):
+    """The city's Spanish pages do not give the returned-check charge; its English page does, in a
+    table row the question shares no word with."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        result = await service.answer(AskRequest(text="¿Cuánto cobran si el banco rechaza mi cheque?"))
+    assert result.search_only and result.references
+    head, _, _ = result.answer.partition("**[1]**")  # what is read before the first source
+    assert "$35" in head and "(en inglés)" in head, result.answer[:800]

@@ -160,14 +160,22 @@ def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _answer_block(lines: list[AnswerLine], number: int, ref: Reference) -> str:
-    """Answer lines of one passage: sentences and items quoted, rows of one table as one table."""
+def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: str = "") -> str:
+    """Answer lines of one passage: sentences and items quoted, rows of one table as one table;
+    `note`: the passage's language when it is not the asker's."""
     unit = lines[0].unit
     if unit.table is not None:  # the rows in the table's order
         ordered = sorted(lines, key=lambda line: line.order)
         table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
-        return f"{table.markdown()}\n\n— {_cite(ref, number)}"
-    return f"> {unit.text} — {_cite(ref, number)}"
+        return f"{table.markdown()}\n\n— {_cite(ref, number)}{note}"
+    return f"> {unit.text} — {_cite(ref, number)}{note}"
+
+
+def _language_note(prompts: "PromptSet", asked_in: str, written_in: str) -> str:
+    """" (in English)" after a source written in another language than the question, else ""."""
+    if asked_in and written_in and written_in not in (asked_in, "und"):
+        return f" {prompts.render('source_language', lang=written_in)}"
+    return ""
 
 
 def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "", lead: str | None = None,
@@ -184,6 +192,7 @@ def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
     ranked = [p for p in (result.data if result is not None else []) if isinstance(p, Passage) and id(p) in number]
     parts = [prompts.render(lead or lead_in(result))]
     cited = 0
+    asked_in = query_language(query) if query.strip() else ""
     answers = answer_lines(query, ranked, closeness=closeness) if query.strip() else []
     groups: list[list[AnswerLine]] = []
     for line in answers:  # rows of one table in one passage go together
@@ -196,15 +205,13 @@ def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
     for group in groups:
         n = number[id(ranked[group[0].passage])]
         cited = max(cited, n)
-        parts.append(_answer_block(group, n, entries[n - 1][0]))
+        parts.append(_answer_block(group, n, entries[n - 1][0],
+                                   _language_note(prompts, asked_in, ranked[group[0].passage].lang)))
     size = sum(len(p) + 2 for p in parts)
     kept = 0
-    asked_in = query_language(query) if query.strip() else ""
     for i, (ref, found) in enumerate(entries, start=1):
         bodies = list(dict.fromkeys(excerpt(from_section(whole(p), p.section)) for p in found))
-        written_in = found[0].lang
-        other = f" {prompts.render('source_language', lang=written_in)}" \
-            if asked_in and written_in and written_in not in (asked_in, "und") else ""
+        other = _language_note(prompts, asked_in, found[0].lang)
         entry = f"**[{i}]** {ref.label()}{other}\n\n" + "\n\n".join(bodies)
         if i > max(cited, 1) and size + len(entry) > ANSWER_CHARS:
             break

@@ -7,13 +7,14 @@ section `context` when search expanded it — ; its rank is the smallest such k.
 
 `lines_hold`: the share of items whose answer lines (agent/knowledge/answer_lines.py, weighed by
 words and meaning as a search-only answer's are), or the first passage when none is quoted, hold
-every `must_contain` string; `first_line`: the same for the first line alone.
+every `must_contain` string; `first_line`: the same for the first line alone; `lines_quoted`:
+the share whose quoted lines themselves hold them (no passage in their place).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent.knowledge.answer_lines import answer_lines
 from agent.knowledge.line_meaning import line_closeness
@@ -41,17 +42,25 @@ def _holds(text: str, must_contain: list[str]) -> bool:
     return all(s.lower() in text.lower() for s in must_contain)
 
 
-async def read_first(runtime: "Runtime", question: str, passages: list[Passage], must_contain: list[str]) -> tuple[bool, bool]:
-    """Whether the answer lines a search-only answer quotes (else its first passage) hold the
-    answer, and whether the first of them does."""
+class Read(NamedTuple):
+    """What a search-only answer shows first, against an item's `must_contain`."""
+
+    shown: bool  # its quoted lines, else its first passage, hold them
+    first: bool  # its first line (else its first passage) does
+    quoted: bool  # its quoted lines themselves do
+
+
+async def read_first(runtime: "Runtime", question: str, passages: list[Passage], must_contain: list[str]) -> Read:
+    """What the answer lines a search-only answer quotes (else its first passage) hold."""
     lines = answer_lines(question, passages, closeness=await line_closeness(runtime, question, passages))
     first = (passages[0].context or passages[0].text) if passages else ""
-    shown = " ".join(line.unit.markdown() for line in lines) if lines else first
-    return _holds(shown, must_contain), _holds(lines[0].unit.markdown() if lines else first, must_contain)
+    quoted = " ".join(line.unit.markdown() for line in lines)
+    return Read(_holds(quoted or first, must_contain), _holds(lines[0].unit.markdown() if lines else first, must_contain),
+                bool(lines) and _holds(quoted, must_contain))
 
 
 def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int,
-          read: dict[str, tuple[bool, bool]] | None = None) -> dict[str, Any]:
+          read: dict[str, Read] | None = None) -> dict[str, Any]:
     n = len(ranks)
     ks = sorted(set(KS) | {top_k})
     result: dict[str, Any] = {}
@@ -65,13 +74,14 @@ def score(ranks: dict[str, int | None], langs: dict[str, str], top_k: int,
         lang: round(sum(1 for r in rs if r and r <= top_k) / len(rs), 4) for lang, rs in sorted(by_lang.items())
     }
     if read:
-        result["lines_hold"] = round(sum(1 for held, _ in read.values() if held) / len(read), 4)
-        result["first_line"] = round(sum(1 for _, first in read.values() if first) / len(read), 4)
+        result["lines_hold"] = round(sum(1 for r in read.values() if r.shown) / len(read), 4)
+        result["first_line"] = round(sum(1 for r in read.values() if r.first) / len(read), 4)
+        result["lines_quoted"] = round(sum(1 for r in read.values() if r.quoted) / len(read), 4)
     result["n"] = n
     result["top_k"] = top_k
     result["failures"] = [item_id for item_id, r in ranks.items() if not r or r > top_k]
     if read:
-        result["lines_failures"] = [item_id for item_id, (held, _) in read.items() if not held]
+        result["lines_failures"] = [item_id for item_id, r in read.items() if not r.shown]
     return result
 
 
@@ -82,7 +92,7 @@ async def rank_items(
     depth: int = max(KS),
     collection: str | None = None,
     mode: SearchMode = "hybrid",
-    read: dict[str, tuple[bool, bool]] | None = None,
+    read: dict[str, Read] | None = None,
     top_k: int = max(KS),
 ) -> tuple[dict[str, int | None], dict[str, str]]:
     """Per item id: the hit rank within `depth` passages (or None), and the item's language;
@@ -109,7 +119,7 @@ async def evaluate(
     collection: str | None = None,
     mode: SearchMode = "hybrid",
 ) -> dict[str, Any]:
-    read: dict[str, tuple[bool, bool]] = {}
+    read: dict[str, Read] = {}
     ranks, langs = await rank_items(items, runtime, depth=max(top_k, max(KS)), collection=collection, mode=mode,
                                     read=read, top_k=top_k)
     return score(ranks, langs, top_k, read)
@@ -135,6 +145,6 @@ def render(result: dict[str, Any]) -> str:
     text = f"{head}\nrecall@{result['top_k']} by language: {langs}\nfailing: {failures}"
     if "lines_hold" in result:
         missed = ", ".join(result["lines_failures"]) or "none"
-        text += (f"\nanswer lines hold the answer {result['lines_hold']:.3f} (first line {result['first_line']:.3f}); "
-                 f"not held: {missed}")
+        text += (f"\nanswer lines hold the answer {result['lines_hold']:.3f} (first line {result['first_line']:.3f}, "
+                 f"quoted lines alone {result.get('lines_quoted', 0.0):.3f}); not held: {missed}")
     return text

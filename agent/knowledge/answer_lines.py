@@ -9,17 +9,19 @@ license renewl fee" meets "renewal fee"), each weighted by how rare it is among 
 (a term every unit has tells none apart). A question that asks for an amount (words in
 agent/data/answer_words.yaml, or a `$`) is answered by a unit with a figure, and a figure of
 the question itself ("family of 3", "$2,890") counts double. The better passage wins a tie.
-Words match only within a language: lines are read from the leading passages written in the
-question's language, none from below a passage in another one (a Spanish question whose best
-passage is an English table would otherwise be headed by a Spanish line that merely shares its
-words, from a passage ranked under the answer).
+Words match only within a language: lines are read from the leading passages written in one
+language, none from below a passage in another one (a Spanish question whose best passage is an
+English table would otherwise be headed by a Spanish line that merely shares its words, from a
+passage ranked under the answer). When that language is not the question's, the lines are read
+by meaning alone (their figures and codes aside): none without it.
 
 Words alone miss a line that says the same in other words ("dead car in the driveway" against
 "one inoperable vehicle, kept in the driveway for no more than 30 days"). So the lines a reader
 would check first (those of the passages' matched chunks, and the best lines by words) are also
 weighed by meaning when the caller has their closeness to the question (agent/knowledge/
-line_meaning.py, the collection's own embedder): a line's score is then its words' share of the
-best words' score and its closeness's place between the least and the most close, mixed.
+line_meaning.py, the collection's own multilingual embedder): a line's score is then its words'
+share of the best words' score and its closeness's place between the least and the most close,
+mixed. Lines in another language than the question are all weighed: their words cannot pick them.
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from agent.accents import fold
-from agent.knowledge.language import detect_language
+from agent.knowledge.language import detect_language, typed_without_marks
 from agent.knowledge.sparse import tokens
 from agent.tables import Table, parse_table
 from agent.yamlio import safe_load
@@ -166,29 +168,45 @@ def _terms(unit: Unit) -> set[str]:
     return set(tokens(text))
 
 
-def _same_language_lead(question: str, passages: "list[Passage]") -> "list[Passage]":
-    """The passages up to the first one written in another language than `question` (all of
-    them when the question's language or a passage's cannot be told: a code, a table of figures)."""
-    lang = detect_language(question, default="")
-    if not lang:
-        return passages
+class _Entry(NamedTuple):
+    passage: int  # its passage's index
+    unit: Unit
+    terms: set[str]  # its index terms
+    foreign: bool  # written in another language than the question
+
+
+def _lead(question: str, passages: "list[Passage]") -> "tuple[list[Passage], bool]":
+    """The leading passages whose lines may be quoted, and whether they are written in another
+    language than `question`: the passages up to the first one in another language than the first
+    passage (all of them when the question's language or a passage's cannot be told: a code, a
+    table of figures). Vietnamese typed without its marks is Vietnamese: its words meet the
+    marked ones in the index (`agent.accents.fold`)."""
+    asked = "vi" if typed_without_marks(question) else detect_language(question, default="")
+    if not asked or not passages:
+        return passages, False
+    first = passages[0].lang
+    lead = first if first and first != "und" else asked
     for index, passage in enumerate(passages):
-        if passage.lang and passage.lang not in (lang, "und"):
-            return passages[:index]
-    return passages
+        if passage.lang and passage.lang not in (lead, "und"):
+            return passages[:index], lead != asked
+    return passages, lead != asked
 
 
-def _pool(question: str, passages: "list[Passage]") -> list[tuple[int, Unit, set[str]]]:
-    """The units of the leading passages (`_same_language_lead`), each once, with its passage's
-    index and its index terms."""
-    pool: list[tuple[int, Unit, set[str]]] = []
+def _pool(question: str, passages: "list[Passage]") -> list[_Entry]:
+    """The units of the leading passages (`_lead`), each once; none from another language than
+    a question typed without its marks, whose meaning the embedder reads apart from every
+    written language's (on the kept sets, half the lines so read were wrong)."""
+    lead, foreign = _lead(question, passages[:BEST_PASSAGES])
+    if foreign and typed_without_marks(question):
+        return []
+    pool: list[_Entry] = []
     seen: set[str] = set()
-    for index, passage in enumerate(_same_language_lead(question, passages[:BEST_PASSAGES])):
+    for index, passage in enumerate(lead):
         for unit in units(getattr(passage, "context", None) or passage.text):
             if unit.text in seen:
                 continue
             seen.add(unit.text)
-            pool.append((index, unit, _terms(unit)))
+            pool.append(_Entry(index, unit, _terms(unit), foreign))
     return pool
 
 
@@ -197,39 +215,46 @@ def _wanted(question: str) -> set[str]:
     return set(tokens(question)) | set(tokens(question.replace("/", " ")))
 
 
-def _by_words(question: str, pool: list[tuple[int, Unit, set[str]]]) -> dict[str, float]:
+def _by_words(question: str, pool: list[_Entry]) -> dict[str, float]:
     """Each unit's score by the question's words it holds, by their rarity among the units, for
-    its length (units holding too few of the words are left out)."""
+    its length (units holding too few of the words are left out). A unit in another language
+    than the question is matched on its figures and codes only: other words meet only by chance."""
     wanted = _wanted(question)
+    if pool and pool[0].foreign:
+        wanted = {t for t in wanted if _FIGURE.search(t)}
+    if not wanted:
+        return {}
     frequency: dict[str, int] = {}
-    for _, _, terms in pool:
-        for term in terms & wanted:
+    for entry in pool:
+        for term in entry.terms & wanted:
             frequency[term] = frequency.get(term, 0) + 1
     idf = {t: math.log(1 + len(pool) / n) for t, n in frequency.items()}
     needed = min(3, max(1, round(0.2 * len(wanted))))
     scores: dict[str, float] = {}
-    for _, unit, terms in pool:
-        matched = terms & wanted
+    for entry in pool:
+        matched = entry.terms & wanted
         if len(matched) >= needed:
-            scores[unit.text] = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) \
-                / (1 + len(terms) / LENGTH_TERMS)
+            scores[entry.unit.text] = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) \
+                / (1 + len(entry.terms) / LENGTH_TERMS)
     return scores
 
 
 def to_weigh(question: str, passages: "list[Passage]") -> list[Unit]:
     """The lines worth weighing by meaning for `question` (at most MAX_WEIGHED): those of the
     leading passages' matched chunks, where the search found the question closest, then the
-    best WEIGHED_BY_WORDS lines by words."""
+    best WEIGHED_BY_WORDS lines by words. Passages in another language than the question are
+    read by meaning only, so all their lines are weighed, the matched chunks' first."""
     pool = _pool(question, passages)
     if not _wanted(question) or not pool:
         return []
-    lead = _same_language_lead(question, passages[:BEST_PASSAGES])
+    lead, _ = _lead(question, passages[:BEST_PASSAGES])
     matched = [" ".join(p.text.split()) for p in lead]
     chunk_units = {u.text for p in lead for u in units(p.text)}
-    in_match = [u for _, u, _ in pool if u.text in chunk_units or any(" ".join(u.text.split()) in m for m in matched)]
+    in_match = [e.unit for e in pool if e.unit.text in chunk_units or any(" ".join(e.unit.text.split()) in m for m in matched)]
     words = _by_words(question, pool)
-    best_words = [u for _, u, _ in sorted(pool, key=lambda e: -words.get(e[1].text, 0.0)) if u.text in words]
-    chosen = list({u.text: u for u in [*in_match, *best_words[:WEIGHED_BY_WORDS]]}.values())
+    best_words = [e.unit for e in sorted(pool, key=lambda e: -words.get(e.unit.text, 0.0)) if e.unit.text in words]
+    rest = [e.unit for e in pool] if pool[0].foreign else []
+    chosen = list({u.text: u for u in [*in_match, *best_words[:WEIGHED_BY_WORDS], *rest]}.values())
     return chosen[:MAX_WEIGHED]
 
 
@@ -239,18 +264,20 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
     whole: `context` (the section around the match) when the search gave it, else the passage's
     text. By words alone, none when no unit holds enough of its terms; with `closeness` (a unit's
     text: its embedding's cosine to the question's, for the units of `to_weigh`), by words and
-    meaning."""
+    meaning. Passages in another language than the question's are read by meaning only: none
+    without `closeness`."""
     if not _wanted(question):
         return []
     pool = _pool(question, passages)
-    if not pool:
+    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {e.unit.text for e in pool}})
+    if not pool or (pool[0].foreign and not meaning):
         return []
     amount = asks_for_amount(question)
     words = _by_words(question, pool)
-    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {u.text for _, u, _ in pool}})
     best_words = max(words.values(), default=0.0)
     scored: list[AnswerLine] = []
-    for order, (index, unit, _) in enumerate(pool):
+    for order, entry in enumerate(pool):
+        unit = entry.unit
         if meaning:
             score = (1 - MEANING_SHARE) * (words.get(unit.text, 0.0) / best_words if best_words else 0.0) \
                 + MEANING_SHARE * meaning.get(unit.text, 0.0)
@@ -260,9 +287,9 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
             continue
         if amount and not _FIGURE.search(unit.text):
             score *= FIGURELESS
-        score *= 1 - RANK_DECAY * index
+        score *= 1 - RANK_DECAY * entry.passage
         if score > 0:
-            scored.append(AnswerLine(unit, index, score, order))
+            scored.append(AnswerLine(unit, entry.passage, score, order))
     if not scored:
         return []
     scored.sort(key=lambda line: -line.score)
