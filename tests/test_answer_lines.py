@@ -250,3 +250,34 @@ def test_vietnamese_typed_without_marks_reads_vietnamese_lines_never_other_langu
                          source="thanh-toan-vi.md", section="Thanh toán", score=1.0, lang="vi")
     [best, *_] = answer_lines(question, [vietnamese, english])
     assert "$35" in best.unit.text
+
+
+PROBATION = """## Probation
+
+When a provider is placed on probation by CCR, Boards must:
+
+1. notify parents of the corrective action status within five business days;
+2. stop new referrals to the provider;
+3. review the provider monthly until probation ends.
+
+Probation is lifted by CCR, not by the Board.
+"""
+
+
+def test_a_line_that_introduces_a_list_is_shown_with_its_list_once():
+    """"Boards must:" names what follows; quoted alone it answers nothing. It is shown with the
+    list it introduces (weighed by meaning as itself), and an item of that list is not quoted again."""
+    [intro, *items, last] = units(PROBATION)
+    assert intro.text.endswith("Boards must:") and intro.then.startswith("1. notify parents")
+    assert intro.weighed() == intro.text and "stop new referrals" in intro.markdown()
+    assert [u.kind for u in items] == ["item"] * 3 and not last.then
+    question = "a center got put on probation by CCR, what do boards have to do"
+    close = {u.text: 0.80 for u in units(PROBATION)} | {intro.text: 0.86, items[0].text: 0.85}
+    found = [passage(PROBATION, "Probation", "probation.md")]
+    lines = answer_lines(question, found, closeness=close)
+    assert lines[0].unit == intro and all(line.unit != items[0] for line in lines)
+    text = compose(ToolResult(text="", data=found), default_prompts(), query=question, closeness=close).text
+    assert ("> When a provider is placed on probation by CCR, Boards must: — *[Probation](https://docs.example/p)* [1]\n"
+            "> 1. notify parents of the corrective action status within five business days;\n"
+            "> 2. stop new referrals to the provider;") in text
+    assert text.count("notify parents of the corrective action") == 2  # the quote, then the passage

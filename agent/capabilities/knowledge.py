@@ -161,14 +161,17 @@ def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
 
 
 def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: str = "") -> str:
-    """Answer lines of one passage: sentences and items quoted, rows of one table as one table;
-    `note`: the passage's language when it is not the asker's."""
+    """Answer lines of one passage: sentences and items quoted (an introduction with its list),
+    rows of one table as one table; `note`: the passage's language when it is not the asker's."""
     unit = lines[0].unit
     if unit.table is not None:  # the rows in the table's order
         ordered = sorted(lines, key=lambda line: line.order)
         table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
         return f"{table.markdown()}\n\n— {_cite(ref, number)}{note}"
-    return f"> {unit.text} — {_cite(ref, number)}{note}"
+    quoted = f"> {unit.text} — {_cite(ref, number)}{note}"
+    if unit.then:  # an introduction ("Boards must:") with the list it introduces
+        quoted += "\n" + "\n".join(f"> {line}" if line.strip() else ">" for line in unit.then.splitlines())
+    return quoted
 
 
 def _language_note(prompts: "PromptSet", asked_in: str, written_in: str) -> str:

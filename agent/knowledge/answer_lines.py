@@ -3,7 +3,8 @@ sentence with the asked figure, put first in a search-only answer (agent/capabil
 
 Without a model nobody reads the passages for the asker, and a passage's answer can sit in its
 fifth sentence or its twelfth table row. Each passage is cut into units — a sentence, a list
-item, a table row with its header — by the CommonMark parser, and a unit is scored by the
+item, a table row with its header; a line that introduces a list ("Boards must:") is shown with
+it — by the CommonMark parser, and a unit is scored by the
 question's index terms it holds (the BM25 tokenizer's stems, stopwords and codes, so "biz
 license renewl fee" meets "renewal fee"), each weighted by how rare it is among the units
 (a term every unit has tells none apart). A question that asks for an amount (words in
@@ -28,8 +29,9 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -59,12 +61,14 @@ MEANING_SHARE = 0.75  # with closeness: how much of a line's score its meaning i
 NEAR_BEST_MEANING = 0.7  # with closeness: a line scores at least this share of the best line's score
 WEIGHED_BY_WORDS = 8  # the best lines by words that are weighed by meaning too (beside the matched chunks')
 MAX_WEIGHED = 24  # lines weighed by meaning per question at most (each new one is embedded once)
+THEN_CHARS = 600  # an introduction's list is shown with it up to this many characters
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(*¿¡\[]?[A-ZÀ-Ỹ0-9$])")
 _FIGURE = re.compile(r"\d")
 _NUMBER = re.compile(r"^[\d.,:/\-]+$")
 _QUESTION = re.compile(r"[?？]\W*$")  # a unit that ends as a question (after its markup)
+_INTRODUCES = re.compile(r"[:：][*_\s]*$")  # a unit that introduces what follows ("Boards must:")
 
 Kind = Literal["sentence", "item", "row"]
 
@@ -109,8 +113,17 @@ class Unit:
     kind: Kind
     text: str  # the Markdown as written (a row: its cells joined by " | ")
     table: Table | None = None
+    then: str = ""  # a line that introduces a list ("Boards must:"): that list's Markdown, shown with it
 
     def markdown(self) -> str:
+        """The unit as shown: a row with its table's header, an introduction with its list."""
+        if self.table is not None:
+            return self.table.markdown()
+        return f"{self.text}\n{self.then}" if self.then else self.text
+
+    def weighed(self) -> str:
+        """The unit as its meaning is weighed: as shown, but an introduction without its list
+        (whose items are weighed as units of their own)."""
         return self.table.markdown() if self.table is not None else self.text
 
 
@@ -160,7 +173,31 @@ def _units(text: str) -> tuple[Unit, ...]:
                 out.append(Unit("sentence", content))
             else:
                 out.extend(Unit("sentence", s) for s in _SENTENCE_END.split(content) if s.strip())
+            listed = _introduced_list(tokens_, i, lines)
+            if listed and out and _INTRODUCES.search(out[-1].text):
+                out[-1] = replace(out[-1], then=listed)
     return tuple(u for u in out if not _QUESTION.search(u.text))  # a question asks, it does not answer
+
+
+def _introduced_list(tokens_: list, index: int, lines: list[str]) -> str:
+    """The Markdown of the list right after the paragraph whose inline token is at `index`
+    ("" when none follows), its first lines up to THEN_CHARS, cut between lines."""
+    after = index + 2  # past the paragraph's close
+    if after >= len(tokens_) or tokens_[after].type not in ("bullet_list_open", "ordered_list_open"):
+        return ""
+    span = tokens_[after].map
+    if span is None:
+        return ""
+    block = textwrap.dedent("\n".join(lines[span[0]:span[1]])).strip("\n").splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in block:
+        if size + len(line) > THEN_CHARS and kept:
+            kept.append("…")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept)
 
 
 def _terms(unit: Unit) -> set[str]:
@@ -294,7 +331,10 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
         return []
     scored.sort(key=lambda line: -line.score)
     near = NEAR_BEST_MEANING if meaning else NEAR_BEST
-    return [line for line in scored if line.score >= near * scored[0].score][:limit]
+    picked = [line for line in scored if line.score >= near * scored[0].score][:limit]
+    shown = " ".join(" ".join(line.unit.then.split()) for line in picked if line.unit.then)
+    # an item of a list an introduction picked shows anyway: once
+    return [line for line in picked if line.unit.then or " ".join(line.unit.text.split()) not in shown]
 
 
 def _spread(closeness: dict[str, float]) -> dict[str, float]:

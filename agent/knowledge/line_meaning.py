@@ -39,7 +39,7 @@ async def line_closeness(runtime: "Runtime", question: str, passages: "list[Pass
         query = np.asarray(await embedder.embed_query(question), dtype=np.float32)
         cache = open_cache(runtime.settings)
         try:
-            vectors = np.asarray(await embed_with_cache(embedder, [u.markdown() for u in lines], cache), dtype=np.float32)
+            vectors = np.asarray(await embed_with_cache(embedder, [u.weighed() for u in lines], cache), dtype=np.float32)
         finally:
             if cache is not None:
                 cache.close()
@@ -72,7 +72,7 @@ async def embed_every_line(runtime: "Runtime", collection: str | None = None) ->
                             score=0.0)
             [shown] = await sections.expand(runtime, name, [chunk], budget=runtime.settings.section_chars) or [chunk]
             for unit in units(shown.context or shown.text):
-                texts[unit.markdown()] = None
+                texts[unit.weighed()] = None
         if offset is None:
             break
     cache = open_cache(runtime.settings)
