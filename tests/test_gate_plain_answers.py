@@ -6,7 +6,8 @@ cover". On the kept eval sets 531 of 1,240 answerable questions were so hedged
 (docs/understanding.md, "plain questions answered plainly"). Two kinds of evidence now answer a
 message plainly: leaning to the documents, rather than to an example to decline, further than
 any example itself does; and one passage holding every word of it (which already kept such a
-message from a refusal).
+message from a refusal). A doubtful message leaning further than 95 % of the examples is answered
+without the note too, when judged across languages or mostly in the documents' own words.
 """
 
 from __future__ import annotations
@@ -40,8 +41,31 @@ async def test_without_that_evidence_they_would_carry_the_note(city_permits_sett
 
     monkeypatch.setattr(gate.TopicCheck, "_one_passage_holds", nothing)
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        # its margin is above 95 % of the examples', and every word of it is the documents' own
+        route = await service.route("gas fireplace")
+        assert route.name == "knowledge" and not route.borderline, route.reason
+        assert "further than 95 % of the examples; doubtful, answered plainly" in route.reason
+        monkeypatch.setattr(gate, "PLAIN_PCT", 100)  # no such margin counts: the note, as before
         route = await service.route("gas fireplace")
         assert route.name == "knowledge" and route.borderline, route.reason
+
+
+async def test_a_request_leaning_as_far_keeps_the_note_when_its_words_are_not_the_documents(city_permits_settings):
+    """"what's the weather in Salem tomorrow?" names the city's own town and leans to the
+    documents as far as few examples do; most of its words are not theirs, so it keeps the note."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("what's the weather in Salem tomorrow?")
+        assert route.name == "offtopic" or route.borderline, route.reason
+        if route.name != "offtopic":
+            assert "further than 95 % of the examples, but fewer than 75% of its words" in route.reason
+
+
+async def test_a_question_judged_across_languages_leaning_as_far_is_answered_without_the_note(city_permits_settings):
+    """Its words cannot be the English documents' own: the margin alone lifts the note."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("¿Se devuelve la tarifa de tecnología si cancelo el permiso?")
+        assert route.name == "knowledge" and not route.borderline, route.reason
+        assert "(es, across languages): leans to the documents further than 95 % of the examples" in route.reason
 
 
 async def test_requests_to_decline_are_still_refused_or_doubtful(city_permits_settings):

@@ -174,6 +174,17 @@ def test_the_gate_refuses_only_where_the_examples_themselves_sit_and_is_stricter
     assert gate.decide(c, "en", kb=0.9, margin=0.5).zone == "doubt"
 
 
+def test_a_doubtful_message_leaning_to_the_documents_as_few_examples_do_is_marked_plain():
+    """Doubtful, so with a router model the model still decides; without one it is answered
+    without the "may be outside" note when its margin is above the examples' PLAIN_PCT."""
+    c = _calibration({"p10": -0.45, "p25": -0.35, "p50": -0.25, "p95": -0.05, "p100": 0.05}, kb_max=0.5)
+    plain = gate.decide(c, "en", kb=0.3, margin=-0.04)
+    assert plain.zone == "doubt" and plain.plain and "further than 95 % of the examples" in plain.reason
+    assert not gate.decide(c, "en", kb=0.3, margin=-0.06).plain
+    assert gate.decide(c, "en", kb=0.3, margin=0.06).zone == "on"  # further than any example: decided
+    assert not gate.decide(c, "en", kb=0.1, margin=-0.3).plain
+
+
 async def test_a_registry_search_without_a_place_is_routed_to_the_registry_only_when_it_reads_every_word(kb_settings):
     """"centers with infant care" names the records and one of their criteria: a search. With no
     place to anchor it, a message the registry cannot read whole ("write me a song about centers

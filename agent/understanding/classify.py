@@ -295,6 +295,9 @@ class Classifier:
                 decided.best_score = best
                 return decided
         # No model (or it failed): answer rather than refuse a message we are unsure about, and
-        # say it may be outside what the documents cover.
-        return Use(self.documents, text, also=list(also), rewritten=bool(also), borderline=True,
-                   decided_by="heuristic", reason=reason + "; doubtful, answered", best_score=best)
+        # say it may be outside what the documents cover, unless it leans to them as few
+        # examples to decline do (gate.PLAIN_PCT).
+        plain = topic.plain
+        return Use(self.documents, text, also=list(also), rewritten=bool(also), borderline=not plain,
+                   decided_by="heuristic", reason=reason + ("; doubtful, answered plainly" if plain else "; doubtful, answered"),
+                   best_score=best)
