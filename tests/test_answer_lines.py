@@ -281,3 +281,34 @@ def test_a_line_that_introduces_a_list_is_shown_with_its_list_once():
             "> 1. notify parents of the corrective action status within five business days;\n"
             "> 2. stop new referrals to the provider;") in text
     assert text.count("notify parents of the corrective action") == 2  # the quote, then the passage
+
+
+PAYMENTS = """## Accepted payment methods
+
+| Method | Extra charge |
+|---|---|
+| Cash | None |
+| Credit or debit card | 2.5% processing fee, minimum $2 |
+
+## Returned checks
+
+- A returned (bounced) check is charged a **$35** fee.
+"""
+
+
+def test_a_line_is_cited_with_the_heading_it_stands_under():
+    """A passage is shown with the sections around its own: a line from a neighbouring section
+    is cited with that section's heading, not the passage's."""
+    [cash, card, bounced] = units(PAYMENTS)
+    assert (cash.heading, card.heading, bounced.heading) == ("Accepted payment methods",) * 2 + ("Returned checks",)
+    assert units("A line under no heading.")[0].heading is None
+    found = Passage(text="- A returned (bounced) check is charged a **$35** fee.", context=PAYMENTS,
+                    source="payment-methods.md", title="Paying fees", section="Fees > Returned checks", score=1.0,
+                    url="https://wiki.example/pay#returned-checks")
+    text = compose(ToolResult(text="", data=[found]), default_prompts(), query="credit card processing fee minimum").text
+    # the fragment is the passage's section's: the link opens the page itself
+    assert ("| Credit or debit card | 2.5% processing fee, minimum $2 |\n\n"
+            "— *[Accepted payment methods](https://wiki.example/pay)* [1]") in text
+    text = compose(ToolResult(text="", data=[found]), default_prompts(), query="returned bounced check fee").text
+    assert ("> A returned (bounced) check is charged a **$35** fee. — "
+            "*[Returned checks](https://wiki.example/pay#returned-checks)* [1]") in text

@@ -111,11 +111,18 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
-def _cite(ref: Reference, number: int) -> str:
-    """`*section* [n]` after an answer line: where it stands, linked when the source has an address."""
-    where = _clip(ref.section.rsplit(" > ", 1)[-1] if ref.section else (ref.title or ref.source), WHERE_CHARS)
+def _cite(ref: Reference, number: int, heading: str | None = None) -> str:
+    """`*section* [n]` after an answer line: where it stands, linked when the source has an address.
+    `heading`: the heading the line stands under in its passage's text (a passage is shown with
+    the sections around its own); None: the passage's own section. The link's fragment is the
+    passage's section's: under another heading the link opens the page itself."""
+    own = ref.section.rsplit(" > ", 1)[-1] if ref.section else ""
+    url = ref.url or ""
+    if heading and heading != own:
+        url = url.split("#", 1)[0]
+    where = _clip(heading or own or ref.title or ref.source, WHERE_CHARS)
     where = where.replace("[", "(").replace("]", ")").replace("*", "")
-    label = f"[{where}]({ref.url})" if ref.url and ref.url.startswith(("http://", "https://")) else where
+    label = f"[{where}]({url})" if url.startswith(("http://", "https://")) else where
     return f"*{label}* [{number}]"
 
 
@@ -167,8 +174,8 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: st
     if unit.table is not None:  # the rows in the table's order
         ordered = sorted(lines, key=lambda line: line.order)
         table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
-        return f"{table.markdown()}\n\n— {_cite(ref, number)}{note}"
-    quoted = f"> {unit.text} — {_cite(ref, number)}{note}"
+        return f"{table.markdown()}\n\n— {_cite(ref, number, unit.heading)}{note}"
+    quoted = f"> {unit.text} — {_cite(ref, number, unit.heading)}{note}"
     if unit.then:  # an introduction ("Boards must:") with the list it introduces
         quoted += "\n" + "\n".join(f"> {line}" if line.strip() else ">" for line in unit.then.splitlines())
     return quoted

@@ -114,6 +114,9 @@ class Unit:
     text: str  # the Markdown as written (a row: its cells joined by " | ")
     table: Table | None = None
     then: str = ""  # a line that introduces a list ("Boards must:"): that list's Markdown, shown with it
+    # the heading it stands under in its passage's text (shown with the sections around its own);
+    # None before the first one: the passage's own section
+    heading: str | None = None
 
     def markdown(self) -> str:
         """The unit as shown: a row with its table's header, an introduction with its list."""
@@ -150,10 +153,14 @@ def _units(text: str) -> tuple[Unit, ...]:
     out: list[Unit] = []
     items = 0  # list items open around the current token
     skip_until = -1
+    heading: str | None = None
     for i, token in enumerate(tokens_):
         if i < skip_until:
             continue
-        if token.type == "list_item_open":
+        before = len(out)
+        if token.type == "heading_open" and i + 1 < len(tokens_):
+            heading = " ".join(tokens_[i + 1].content.replace("*", "").split())
+        elif token.type == "list_item_open":
             items += 1
         elif token.type == "list_item_close":
             items -= 1
@@ -176,6 +183,8 @@ def _units(text: str) -> tuple[Unit, ...]:
             listed = _introduced_list(tokens_, i, lines)
             if listed and out and _INTRODUCES.search(out[-1].text):
                 out[-1] = replace(out[-1], then=listed)
+        if heading is not None and len(out) > before:
+            out[before:] = [replace(u, heading=heading) for u in out[before:]]
     return tuple(u for u in out if not _QUESTION.search(u.text))  # a question asks, it does not answer
 
 
