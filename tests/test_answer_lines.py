@@ -281,6 +281,9 @@ def test_a_line_that_introduces_a_list_is_shown_with_its_list_once():
             "> 1. notify parents of the corrective action status within five business days;\n"
             "> 2. stop new referrals to the provider;") in text
     assert text.count("notify parents of the corrective action") == 2  # the quote, then the passage
+    # a loose list (blank lines between its items) is quoted tight: one quote, no empty quoted line
+    loose = "Bring these:\n\n- a photo ID;\n\n- proof of address.\n"
+    assert units(loose)[0].then == "- a photo ID;\n- proof of address."
 
 
 PAYMENTS = """## Accepted payment methods

@@ -177,7 +177,7 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: st
         return f"{table.markdown()}\n\n— {_cite(ref, number, unit.heading)}{note}"
     quoted = f"> {unit.text} — {_cite(ref, number, unit.heading)}{note}"
     if unit.then:  # an introduction ("Boards must:") with the list it introduces
-        quoted += "\n" + "\n".join(f"> {line}" if line.strip() else ">" for line in unit.then.splitlines())
+        quoted += "\n" + "\n".join(f"> {line}" for line in unit.then.splitlines())
     return quoted
 
 

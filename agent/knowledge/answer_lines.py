@@ -190,14 +190,15 @@ def _units(text: str) -> tuple[Unit, ...]:
 
 def _introduced_list(tokens_: list, index: int, lines: list[str]) -> str:
     """The Markdown of the list right after the paragraph whose inline token is at `index`
-    ("" when none follows), its first lines up to THEN_CHARS, cut between lines."""
+    ("" when none follows), its first lines up to THEN_CHARS, cut between lines, blank ones left out."""
     after = index + 2  # past the paragraph's close
     if after >= len(tokens_) or tokens_[after].type not in ("bullet_list_open", "ordered_list_open"):
         return ""
     span = tokens_[after].map
     if span is None:
         return ""
-    block = textwrap.dedent("\n".join(lines[span[0]:span[1]])).strip("\n").splitlines()
+    # blank lines left out: a loose list reads the same tight, and stays one quote on every surface
+    block = [line for line in textwrap.dedent("\n".join(lines[span[0]:span[1]])).splitlines() if line.strip()]
     kept: list[str] = []
     size = 0
     for line in block:
