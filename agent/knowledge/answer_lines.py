@@ -219,7 +219,12 @@ class _Entry(NamedTuple):
     passage: int  # its passage's index
     unit: Unit
     terms: set[str]  # its index terms
-    foreign: bool  # written in another language than the question
+
+
+class _Pool(NamedTuple):
+    lead: "list[Passage]"  # the passages the lines are read from (`_lead`)
+    foreign: bool  # they are written in another language than the question
+    entries: list[_Entry]  # their units, each once
 
 
 def _lead(question: str, passages: "list[Passage]") -> "tuple[list[Passage], bool]":
@@ -239,22 +244,22 @@ def _lead(question: str, passages: "list[Passage]") -> "tuple[list[Passage], boo
     return passages, lead != asked
 
 
-def _pool(question: str, passages: "list[Passage]") -> list[_Entry]:
+def _pool(question: str, passages: "list[Passage]") -> _Pool:
     """The units of the leading passages (`_lead`), each once; none from another language than
     a question typed without its marks, whose meaning the embedder reads apart from every
     written language's (on the kept sets, half the lines so read were wrong)."""
     lead, foreign = _lead(question, passages[:BEST_PASSAGES])
     if foreign and typed_without_marks(question):
-        return []
-    pool: list[_Entry] = []
+        return _Pool(lead, foreign, [])
+    entries: list[_Entry] = []
     seen: set[str] = set()
     for index, passage in enumerate(lead):
         for unit in units(getattr(passage, "context", None) or passage.text):
             if unit.text in seen:
                 continue
             seen.add(unit.text)
-            pool.append(_Entry(index, unit, _terms(unit), foreign))
-    return pool
+            entries.append(_Entry(index, unit, _terms(unit)))
+    return _Pool(lead, foreign, entries)
 
 
 def _wanted(question: str) -> set[str]:
@@ -262,23 +267,23 @@ def _wanted(question: str) -> set[str]:
     return set(tokens(question)) | set(tokens(question.replace("/", " ")))
 
 
-def _by_words(question: str, pool: list[_Entry]) -> dict[str, float]:
+def _by_words(question: str, pool: _Pool) -> dict[str, float]:
     """Each unit's score by the question's words it holds, by their rarity among the units, for
     its length (units holding too few of the words are left out). A unit in another language
     than the question is matched on its figures and codes only: other words meet only by chance."""
     wanted = _wanted(question)
-    if pool and pool[0].foreign:
+    if pool.foreign:
         wanted = {t for t in wanted if _FIGURE.search(t)}
     if not wanted:
         return {}
     frequency: dict[str, int] = {}
-    for entry in pool:
+    for entry in pool.entries:
         for term in entry.terms & wanted:
             frequency[term] = frequency.get(term, 0) + 1
-    idf = {t: math.log(1 + len(pool) / n) for t, n in frequency.items()}
+    idf = {t: math.log(1 + len(pool.entries) / n) for t, n in frequency.items()}
     needed = min(3, max(1, round(0.2 * len(wanted))))
     scores: dict[str, float] = {}
-    for entry in pool:
+    for entry in pool.entries:
         matched = entry.terms & wanted
         if len(matched) >= needed:
             scores[entry.unit.text] = sum(idf[t] * (FIGURE_WEIGHT if _NUMBER.match(t) else 1.0) for t in matched) \
@@ -292,15 +297,15 @@ def to_weigh(question: str, passages: "list[Passage]") -> list[Unit]:
     best WEIGHED_BY_WORDS lines by words. Passages in another language than the question are
     read by meaning only, so all their lines are weighed, the matched chunks' first."""
     pool = _pool(question, passages)
-    if not _wanted(question) or not pool:
+    if not _wanted(question) or not pool.entries:
         return []
-    lead, _ = _lead(question, passages[:BEST_PASSAGES])
-    matched = [" ".join(p.text.split()) for p in lead]
-    chunk_units = {u.text for p in lead for u in units(p.text)}
-    in_match = [e.unit for e in pool if e.unit.text in chunk_units or any(" ".join(e.unit.text.split()) in m for m in matched)]
+    matched = [" ".join(p.text.split()) for p in pool.lead]
+    chunk_units = {u.text for p in pool.lead for u in units(p.text)}
+    in_match = [e.unit for e in pool.entries
+                if e.unit.text in chunk_units or any(" ".join(e.unit.text.split()) in m for m in matched)]
     words = _by_words(question, pool)
-    best_words = [e.unit for e in sorted(pool, key=lambda e: -words.get(e.unit.text, 0.0)) if e.unit.text in words]
-    rest = [e.unit for e in pool] if pool[0].foreign else []
+    best_words = [e.unit for e in sorted(pool.entries, key=lambda e: -words.get(e.unit.text, 0.0)) if e.unit.text in words]
+    rest = [e.unit for e in pool.entries] if pool.foreign else []
     chosen = list({u.text: u for u in [*in_match, *best_words[:WEIGHED_BY_WORDS], *rest]}.values())
     return chosen[:MAX_WEIGHED]
 
@@ -316,14 +321,14 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
     if not _wanted(question):
         return []
     pool = _pool(question, passages)
-    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {e.unit.text for e in pool}})
-    if not pool or (pool[0].foreign and not meaning):
+    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {e.unit.text for e in pool.entries}})
+    if not pool.entries or (pool.foreign and not meaning):
         return []
     amount = asks_for_amount(question)
     words = _by_words(question, pool)
     best_words = max(words.values(), default=0.0)
     scored: list[AnswerLine] = []
-    for order, entry in enumerate(pool):
+    for order, entry in enumerate(pool.entries):
         unit = entry.unit
         if meaning:
             score = (1 - MEANING_SHARE) * (words.get(unit.text, 0.0) / best_words if best_words else 0.0) \

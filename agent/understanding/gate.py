@@ -129,9 +129,9 @@ UNREADABLE = frozenset({UNMARKED_VI})
 # message is) — when judged across languages (where its words cannot be the documents'), or when
 # at least PLAIN_COVERAGE of its words are the documents' own: "Salem weather tomorrow" leans
 # that far too, and keeps the note. On the kept sets (four organisations, every eval file) the
-# note left 155 of the 501 doubtful answerable questions (90 of them judged across languages) and
-# 12 of the 203 doubtful requests to decline; by the margin alone 310 and 34, at p90 370 and 48;
-# docs/understanding.md, "the note".
+# note came off 155 of the 501 doubtful answerable questions (90 of them judged across languages)
+# and 12 of the 203 doubtful requests to decline; by the margin alone off 310 and 34, at p90 370
+# and 48; docs/understanding.md, "the note".
 PLAIN_PCT = 95
 PLAIN_COVERAGE = 0.75
 
@@ -268,7 +268,7 @@ class TopicCheck:
         if verdict.zone == "off" and len(text.split()) <= TERSE_WORDS and (source := await self._held_but_one(text)):
             verdict = TopicVerdict("doubt", f"{verdict.reason}, but it is terse and one passage holds every word of it "
                                             f"but one the documents never use ({source})", kb, margin)
-        if verdict.plain and across is None and not await self._mostly_documents_words(text):
+        if verdict.plain and across is None and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
             verdict = replace(verdict, plain=False,
                               reason=f"{verdict.reason}, but fewer than {PLAIN_COVERAGE:.0%} of its words are the documents' own")
         return verdict
@@ -327,17 +327,15 @@ class TopicCheck:
         unknown = {w for w in words if not vocab.knows(w)}
         return await self._one_passage_holds(text, words - unknown) if len(unknown) == 1 else None
 
-    async def _mostly_documents_words(self, text: str) -> bool:
-        """At least PLAIN_COVERAGE of the message's words are words the documents use."""
+    async def _coverage(self, text: str) -> float | None:
+        """The share of the message's words that the documents use (None: nothing to tell by)."""
         vocab = await self._vocabulary()
-        coverage = vocab.coverage(text) if vocab is not None else None
-        return coverage is not None and coverage >= PLAIN_COVERAGE
+        return vocab.coverage(text) if vocab is not None else None
 
     async def _documents_words_only(self, text: str) -> bool:
         """"what do I need to bring?" after a question on the documents: a short message made only
         of words the documents use says nothing of another subject; it continues the thread."""
-        vocab = await self._vocabulary()
-        return vocab is not None and vocab.coverage(text) == 1.0
+        return await self._coverage(text) == 1.0
 
 
 def message_words(text: str) -> set[str]:
