@@ -167,6 +167,21 @@ def test_the_search_only_answer_shows_the_pay_table_whole_not_flattened():
     assert len(answer.splitlines()) > 10
 
 
+QA = ("**Q4: Are there minimum work hour requirements?**\n\n**Answer:** Yes. Parents must work or attend "
+      "school for at least an average of 25 hours per week.\n\n**Q5: How is self-employment income "
+      "calculated?**\n\n**Answer:** Gross receipts minus the `Schedule C` expenses, averaged over months.")
+
+
+@pytest.mark.parametrize("limit", range(10, len(QA), 3))
+def test_a_passage_cut_short_never_leaves_a_bold_or_code_span_open(limit):
+    """A cut inside "**Answer:**" showed "**Ans …": raw asterisks on every surface."""
+    shown = excerpt(QA, limit)
+    for line in shown.splitlines():
+        assert line.count("**") % 2 == 0 and line.count("`") % 2 == 0, (limit, line)
+        assert line == "…" or any(ch.isalnum() for ch in line) or not line.strip(), (limit, line)
+    assert "Q4" in shown or limit < 15
+
+
 def test_a_search_only_answer_prefers_the_section_around_the_match():
     context = f"Intro.\n\n{FEES.markdown()}"
     shown = excerpt(context)

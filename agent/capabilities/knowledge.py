@@ -140,11 +140,22 @@ def _prose(text: str, room: int) -> tuple[list[str], int]:
             continue
         head = line[:room]
         ends = [m.start() for m in _SENTENCE.finditer(head)]
-        cut = head[:ends[-1]] if ends and ends[-1] > room // 3 else head.rsplit(" ", 1)[0]
-        if cut.strip():
-            out.append(cut.rstrip() + " …")
+        cut = _closed(head[:ends[-1]] if ends and ends[-1] > room // 3 else head.rsplit(" ", 1)[0])
+        out.append(cut.rstrip() + " …" if cut.strip() else "…")
         return out, -1
     return out, room
+
+
+def _closed(cut: str) -> str:
+    """`cut` without a bold or code span it opens and does not close (a cut "**Ans" is shown as
+    raw asterisks on every surface): cut before the span, or the span closed when no words stand
+    before it. "" when no word would be shown."""
+    for marker in ("**", "`"):
+        if cut.count(marker) % 2:
+            start = cut.rfind(marker)
+            before = cut[:start].rstrip()
+            cut = before if re.search(r"\w", before) else cut.rstrip() + marker
+    return cut if re.search(r"\w", cut) else ""
 
 
 def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
