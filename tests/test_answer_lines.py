@@ -315,3 +315,47 @@ def test_a_line_is_cited_with_the_heading_it_stands_under():
     text = compose(ToolResult(text="", data=[found]), default_prompts(), query="returned bounced check fee").text
     assert ("> A returned (bounced) check is charged a **$35** fee. — "
             "*[Returned checks](https://wiki.example/pay#returned-checks)* [1]") in text
+
+
+FAQ = """## Accounts
+
+**Q1: How do I stop service when I move out?**
+
+A1: Call 48 hours ahead; a final reading is taken and the deposit is applied to the last bill.
+
+**Q2: Can a tenant open an account without the property owner's consent?**
+
+A2: Yes. Bring a signed lease and photo ID; no owner form is needed.
+
+### What does a new account cost?
+
+A $25 setup charge, added to the first bill.
+
+Q: Is the deposit refunded? A: After 12 months of on-time payments the deposit is credited to the account in full.
+"""
+
+
+def test_a_line_of_a_q_and_a_page_records_the_question_it_answers():
+    asked = {u.text[:3]: u.asks for u in units(FAQ)}
+    assert asked["A1:"] == "**Q1: How do I stop service when I move out?**"
+    assert asked["A2:"].startswith("**Q2: Can a tenant")
+    assert asked["A $"] == "What does a new account cost?"  # a question heading
+    assert asked["A: "] == "Q: Is the deposit refunded?"  # question and answer in one paragraph
+    # a question over a whole section of cases is its title: it answers none of them alone
+    section = "### Do I need a permit?\n\n" + "\n".join(f"- Case {i}: permit {i}." for i in range(12))
+    assert {u.asks for u in units(section)} == {None}
+
+
+def test_the_line_under_the_page_s_question_that_matches_comes_first():
+    """The asker's question is closest to the page's own question, which its answer does not repeat."""
+    question = "renter wants the water bill in her own name, does the landlord have to sign anything?"
+    found = [passage(FAQ, "Accounts", "accounts.md")]
+    by_unit = {u.text[:3]: u.text for u in units(FAQ)}
+    close = {by_unit["A1:"]: 0.80, by_unit["A2:"]: 0.79, by_unit["A $"]: 0.76, by_unit["A: "]: 0.77,
+             "**Q1: How do I stop service when I move out?**": 0.78,
+             "**Q2: Can a tenant open an account without the property owner's consent?**": 0.90}
+    [best, *_] = answer_lines(question, found, closeness=close)
+    assert best.unit.text.startswith("A2:"), best.unit.text
+    # by words: the page's question holds them, its answer line is picked
+    [best] = answer_lines("tenant account without owner consent", found)[:1]
+    assert best.unit.text.startswith("A2:"), best.unit.text

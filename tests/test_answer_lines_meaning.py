@@ -72,3 +72,15 @@ async def test_a_spanish_question_answered_by_an_english_page_quotes_its_line(ci
     assert result.search_only and result.references
     head, _, _ = result.answer.partition("**[1]**")  # what is read before the first source
     assert "$35" in head and "(en inglés)" in head, result.answer[:800]
+
+
+async def test_on_a_q_and_a_page_the_answer_to_the_page_s_matching_question_is_quoted_first(kb_settings):
+    """The demo's pages are questions and answers: the asker's question is closest to the page's
+    own question ("Q11: What information is displayed in the Payment Summary …?"), which its
+    answer line does not repeat. Without the page's question another answer's line came first."""
+    question = "what line items show up in the Payment Summary when a provider clicks Details in KinderConnect?"
+    async with open_runtime(kb_settings) as rt, service_on(rt) as service:
+        result = await service.answer(AskRequest(text=question))
+    assert result.search_only and result.references
+    quoted = _quoted(result.answer)
+    assert quoted and "Provider Amount" in quoted[0], result.answer[:600]

@@ -23,6 +23,12 @@ weighed by meaning when the caller has their closeness to the question (agent/kn
 line_meaning.py, the collection's own multilingual embedder): a line's score is then its words'
 share of the best words' score and its closeness's place between the least and the most close,
 mixed. Lines in another language than the question are all weighed: their words cannot pick them.
+
+On a Q&A page the asker's question is usually closest to the page's own question, which a line
+does not repeat ("Q21: Can a relative provide care and be paid?" / "A21: Yes, but only …"). So a
+line under such a question is read with it: by the question's words as well as its own, and by a
+closeness half its own, half the question's. A question over more than ASKS_UNITS lines is a
+section's title ("Do I need a permit?" above a table of cases), not one answer's, and lends none.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ NEAR_BEST_MEANING = 0.7  # with closeness: a line scores at least this share of 
 WEIGHED_BY_WORDS = 8  # the best lines by words that are weighed by meaning too (beside the matched chunks')
 MAX_WEIGHED = 24  # lines weighed by meaning per question at most (each new one is embedded once)
 THEN_CHARS = 600  # an introduction's list is shown with it up to this many characters
+ASKS_SHARE = 0.5  # with closeness: how much of a line's closeness is that of the question it answers
+ASKS_UNITS = 8  # a question followed by more lines than this is a section's title, not one answer's
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(*¿¡\[]?[A-ZÀ-Ỹ0-9$])")
@@ -117,6 +125,8 @@ class Unit:
     # the heading it stands under in its passage's text (shown with the sections around its own);
     # None before the first one: the passage's own section
     heading: str | None = None
+    # on a Q&A page: the question it answers (the question paragraph or heading it stands under)
+    asks: str | None = None
 
     def markdown(self) -> str:
         """The unit as shown: a row with its table's header, an introduction with its list."""
@@ -140,7 +150,8 @@ class AnswerLine:
 
 def units(text: str) -> list[Unit]:
     """The units of a passage's Markdown, in order. Headings and questions are not units: they
-    name or ask, they do not answer (a Q&A page's "**Q4: …?**" matches the question best)."""
+    name or ask, they do not answer (a Q&A page's "**Q4: …?**" matches the question best); a
+    unit under a question records it (`Unit.asks`)."""
     return list(_units(text))
 
 
@@ -154,12 +165,14 @@ def _units(text: str) -> tuple[Unit, ...]:
     items = 0  # list items open around the current token
     skip_until = -1
     heading: str | None = None
+    asks: str | None = None  # the question the units now read answer
     for i, token in enumerate(tokens_):
         if i < skip_until:
             continue
         before = len(out)
         if token.type == "heading_open" and i + 1 < len(tokens_):
             heading = " ".join(tokens_[i + 1].content.replace("*", "").split())
+            asks = heading if _QUESTION.search(heading) else None
         elif token.type == "list_item_open":
             items += 1
         elif token.type == "list_item_close":
@@ -174,17 +187,30 @@ def _units(text: str) -> tuple[Unit, ...]:
             content = " ".join(token.content.split())
             if not content:
                 continue
+            if not items and _QUESTION.search(content):
+                asks = content
+                continue
+            sentences = [s for s in _SENTENCE_END.split(content) if s.strip()]
+            if not items and len(sentences) > 1 and _QUESTION.search(sentences[0]):  # "Q4: …? A4: …" as one paragraph
+                asks = sentences[0]
+                content = content[content.index(sentences[1]):]
+                sentences = sentences[1:]
             if items:
                 out.append(Unit("item", content))
             elif len(content) <= PARAGRAPH_CHARS:  # a short paragraph reads as one line
                 out.append(Unit("sentence", content))
             else:
-                out.extend(Unit("sentence", s) for s in _SENTENCE_END.split(content) if s.strip())
+                out.extend(Unit("sentence", s) for s in sentences)
             listed = _introduced_list(tokens_, i, lines)
             if listed and out and _INTRODUCES.search(out[-1].text):
                 out[-1] = replace(out[-1], then=listed)
-        if heading is not None and len(out) > before:
-            out[before:] = [replace(u, heading=heading) for u in out[before:]]
+        if len(out) > before:
+            out[before:] = [replace(u, heading=heading, asks=asks) for u in out[before:]]
+    answers: dict[str, int] = {}
+    for unit in out:
+        if unit.asks:
+            answers[unit.asks] = answers.get(unit.asks, 0) + 1
+    out = [replace(u, asks=None) if u.asks and answers[u.asks] > ASKS_UNITS else u for u in out]
     return tuple(u for u in out if not _QUESTION.search(u.text))  # a question asks, it does not answer
 
 
@@ -211,8 +237,9 @@ def _introduced_list(tokens_: list, index: int, lines: list[str]) -> str:
 
 
 def _terms(unit: Unit) -> set[str]:
+    """A unit's index terms, with those of the question it answers."""
     text = unit.text if unit.table is None else " ".join((*unit.table.header, *unit.table.rows[0]))
-    return set(tokens(text))
+    return set(tokens(f"{unit.asks} {text}" if unit.asks else text))
 
 
 class _Entry(NamedTuple):
@@ -321,7 +348,7 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
     if not _wanted(question):
         return []
     pool = _pool(question, passages)
-    meaning = _spread({text: c for text, c in (closeness or {}).items() if text in {e.unit.text for e in pool.entries}})
+    meaning = _spread(_with_questions(pool, closeness or {}))
     if not pool.entries or (pool.foreign and not meaning):
         return []
     amount = asks_for_amount(question)
@@ -350,6 +377,18 @@ def answer_lines(question: str, passages: "list[Passage]", limit: int = MAX_LINE
     shown = " ".join(" ".join(line.unit.then.split()) for line in picked if line.unit.then)
     # an item of a list an introduction picked shows anyway: once
     return [line for line in picked if line.unit.then or " ".join(line.unit.text.split()) not in shown]
+
+
+def _with_questions(pool: _Pool, closeness: Mapping[str, float]) -> dict[str, float]:
+    """Each pooled unit's closeness (by its text), mixed with its question's when both are known."""
+    out: dict[str, float] = {}
+    for entry in pool.entries:
+        own = closeness.get(entry.unit.text)
+        if own is None:
+            continue
+        asked = closeness.get(entry.unit.asks) if entry.unit.asks else None
+        out[entry.unit.text] = own if asked is None else (1 - ASKS_SHARE) * own + ASKS_SHARE * asked
+    return out
 
 
 def _spread(closeness: dict[str, float]) -> dict[str, float]:

@@ -29,17 +29,20 @@ log = logging.getLogger(__name__)
 
 
 async def line_closeness(runtime: "Runtime", question: str, passages: "list[Passage]") -> dict[str, float]:
-    """Each weighed line's text: the cosine of its embedding to the question's ({}: nothing to
-    weigh, or the embedder failed)."""
+    """Each weighed line's text, and the text of the question on the page it answers
+    (`Unit.asks`): the cosine of its embedding to the question's ({}: nothing to weigh, or the
+    embedder failed)."""
     lines = to_weigh(question, passages)
     if len(lines) < 2:
         return {}
+    asked = list(dict.fromkeys(u.asks for u in lines if u.asks))
     try:
         embedder = runtime.embedder()
         query = np.asarray(await embedder.embed_query(question), dtype=np.float32)
         cache = open_cache(runtime.settings)
         try:
-            vectors = np.asarray(await embed_with_cache(embedder, [u.weighed() for u in lines], cache), dtype=np.float32)
+            vectors = np.asarray(await embed_with_cache(embedder, [*(u.weighed() for u in lines), *asked], cache),
+                                 dtype=np.float32)
         finally:
             if cache is not None:
                 cache.close()
@@ -48,7 +51,7 @@ async def line_closeness(runtime: "Runtime", question: str, passages: "list[Pass
         return {}
     norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(query)), 1e-9)
     cosines = vectors @ query / np.maximum(norms, 1e-9)
-    return {u.text: float(c) for u, c in zip(lines, cosines)}
+    return dict(zip([*(u.text for u in lines), *asked], map(float, cosines)))
 
 
 async def embed_every_line(runtime: "Runtime", collection: str | None = None) -> int:
@@ -73,6 +76,8 @@ async def embed_every_line(runtime: "Runtime", collection: str | None = None) ->
             [shown] = await sections.expand(runtime, name, [chunk], budget=runtime.settings.section_chars) or [chunk]
             for unit in units(shown.context or shown.text):
                 texts[unit.weighed()] = None
+                if unit.asks:
+                    texts[unit.asks] = None
         if offset is None:
             break
     cache = open_cache(runtime.settings)
