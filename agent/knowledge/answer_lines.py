@@ -239,7 +239,13 @@ def _introduced_list(tokens_: list, index: int, lines: list[str]) -> str:
 def _terms(unit: Unit) -> set[str]:
     """A unit's index terms, with those of the question it answers."""
     text = unit.text if unit.table is None else " ".join((*unit.table.header, *unit.table.rows[0]))
-    return set(tokens(f"{unit.asks} {text}" if unit.asks else text))
+    return set(tokens(text)) | _question_terms(unit.asks) if unit.asks else set(tokens(text))
+
+
+@lru_cache(maxsize=256)
+def _question_terms(question: str) -> frozenset[str]:
+    """A page's question's index terms: read once for all the lines under it."""
+    return frozenset(tokens(question))
 
 
 class _Entry(NamedTuple):
