@@ -359,3 +359,12 @@ def test_the_line_under_the_page_s_question_that_matches_comes_first():
     # by words: the page's question holds them, its answer line is picked
     [best] = answer_lines("tenant account without owner consent", found)[:1]
     assert best.unit.text.startswith("A2:"), best.unit.text
+
+
+def test_a_line_of_a_q_and_a_page_is_cited_with_the_question_it_answers():
+    """"A2: Yes. Bring a signed lease …" alone does not say what it answers: its question does."""
+    found = Passage(text=FAQ, source="accounts.md", title="Accounts FAQ", section="Accounts", score=1.0,
+                    url="https://wiki.example/accounts#accounts")
+    text = compose(ToolResult(text="", data=[found]), default_prompts(), query="tenant account without owner consent").text
+    assert ("> A2: Yes. Bring a signed lease and photo ID; no owner form is needed. — *[Q2: Can a tenant open an "
+            "account without the property owner's consent?](https://wiki.example/accounts#accounts)* [1]") in text

@@ -111,16 +111,18 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
-def _cite(ref: Reference, number: int, heading: str | None = None) -> str:
+def _cite(ref: Reference, number: int, heading: str | None = None, asks: str | None = None) -> str:
     """`*section* [n]` after an answer line: where it stands, linked when the source has an address.
     `heading`: the heading the line stands under in its passage's text (a passage is shown with
-    the sections around its own); None: the passage's own section. The link's fragment is the
-    passage's section's: under another heading the link opens the page itself."""
+    the sections around its own); None: the passage's own section. `asks`: the page's question the
+    line answers, named in the section's place (its answer rarely repeats it). The link's fragment
+    is the passage's section's: under another heading the link opens the page itself."""
     own = ref.section.rsplit(" > ", 1)[-1] if ref.section else ""
     url = ref.url or ""
     if heading and heading != own:
         url = url.split("#", 1)[0]
-    where = _clip(heading or own or ref.title or ref.source, WHERE_CHARS)
+    named = " ".join(asks.replace("*", "").split()) if asks else ""
+    where = _clip(named or heading or own or ref.title or ref.source, WHERE_CHARS)
     where = where.replace("[", "(").replace("]", ")").replace("*", "")
     label = f"[{where}]({url})" if url.startswith(("http://", "https://")) else where
     return f"*{label}* [{number}]"
@@ -186,7 +188,7 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: st
         ordered = sorted(lines, key=lambda line: line.order)
         table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
         return f"{table.markdown()}\n\n— {_cite(ref, number, unit.heading)}{note}"
-    quoted = f"> {unit.text} — {_cite(ref, number, unit.heading)}{note}"
+    quoted = f"> {unit.text} — {_cite(ref, number, unit.heading, unit.asks)}{note}"
     if unit.then:  # an introduction ("Boards must:") with the list it introduces
         quoted += "\n" + "\n".join(f"> {line}" for line in unit.then.splitlines())
     return quoted
