@@ -66,12 +66,21 @@ async def test_a_question_typed_without_marks_is_not_refused_by_numbers(city_per
 
 
 async def test_what_numbers_would_have_done_with_it(city_permits_settings, monkeypatch):
-    """The same question judged by numbers, as the English the language guess took it for, is
-    refused: what the change is worth."""
+    """The same question judged by numbers, as the English the language guess took it for, and
+    searched as typed, is refused: what the change is worth. Searched with its marks written back
+    from the city's Vietnamese pages (agent/knowledge/vietnamese_marks.py), its evidence alone
+    now keeps it from a refusal too."""
+    from agent.knowledge import search as search_module
     from agent.knowledge.language import detect_language
     from agent.understanding import gate
 
+    async def as_typed(runtime, name, query, metadata):
+        return query
+
     monkeypatch.setattr(gate, "writing", detect_language)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        assert (await service.route(QUESTION)).name == "knowledge"
+    monkeypatch.setattr(search_module, "_with_marks", as_typed)
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         route = await service.route(QUESTION)
         assert route.name == "offtopic", route.reason

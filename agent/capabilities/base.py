@@ -46,6 +46,9 @@ class Found:
     # how close in meaning each line of what was found is to `query` (a line's text: its cosine),
     # filled by the capability's `read_closely` before a search-only answer; empty: not read
     closeness: dict[str, float] = field(default_factory=dict)
+    # `query` as its lines were read (Vietnamese typed without marks: with them written back, as
+    # search reads it); empty: not read
+    read_as: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from agent.capabilities.base import Capability, EvalSection, Found, SearchOnly
 from agent.knowledge.answer_lines import AnswerLine, answer_lines
 from agent.knowledge.language import query_language
 from agent.knowledge.line_meaning import line_closeness
-from agent.knowledge.search import Passage
+from agent.knowledge.search import Passage, as_searched
 from agent.tables import Table, blocks
 from agent.references import Reference
 from agent.tools.base import Tool, ToolResult
@@ -302,7 +302,8 @@ class KnowledgeCapability(Capability):
             if isinstance(found.result.data, list) else []
         if not found.query.strip() or not passages:
             return found
-        return replace(found, closeness=await line_closeness(self.runtime, found.query, passages))
+        read = await as_searched(self.runtime, found.query, collection=self.collection)
+        return replace(found, closeness=await line_closeness(self.runtime, read, passages), read_as=read)
 
     def search_only(self, found: Found | None, prompts: "PromptSet") -> SearchOnly:
         return self.answer(found, prompts)
@@ -314,7 +315,7 @@ class KnowledgeCapability(Capability):
         same order: "[3]" in the text is source 3."""
         result = found.result if found is not None else None
         lead = lead_in(result, borderline=borderline, unanswerable=unanswerable)
-        return compose(result, prompts, query=found.query if found is not None else "", lead=lead,
+        return compose(result, prompts, query=(found.read_as or found.query) if found is not None else "", lead=lead,
                        closeness=found.closeness if found is not None else None)
 
     async def vocabulary(self) -> "Vocabulary":

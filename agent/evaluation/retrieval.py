@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent.knowledge.answer_lines import answer_lines
 from agent.knowledge.line_meaning import line_closeness
-from agent.knowledge.search import Passage, SearchMode, search
+from agent.knowledge.search import Passage, SearchMode, as_searched, search
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -52,6 +52,7 @@ class Read(NamedTuple):
 
 async def read_first(runtime: "Runtime", question: str, passages: list[Passage], must_contain: list[str]) -> Read:
     """What the answer lines a search-only answer quotes (else its first passage) hold."""
+    question = await as_searched(runtime, question)  # as the turn reads its lines
     lines = answer_lines(question, passages, closeness=await line_closeness(runtime, question, passages))
     first = (passages[0].context or passages[0].text) if passages else ""
     quoted = " ".join(line.unit.markdown() for line in lines)

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 import agent.store.models as models
 from agent.audience import VIEWING, narrowed
 from agent.knowledge import versions
-from agent.knowledge import calibration, language_centers, sections
-from agent.knowledge.language import detect_language
+from agent.knowledge import calibration, language_centers, sections, vietnamese_marks
+from agent.knowledge.language import detect_language, typed_without_marks
 from agent.knowledge.vocabulary import MAIN_SHARE, vocabulary
 from agent.knowledge.embedders import EmbedderError
 from agent.knowledge.sparse import PREFETCH_MIN, RRF_K, RRF_WEIGHTS, RRF_WEIGHTS_EXACT, bm25_query, fusion  # noqa: F401
@@ -217,6 +217,8 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     user_filter = filters.to_qdrant() if filters else None
     # what the asker may see (agent/audience.py), then each file wholly old or wholly new
     flt = versions.visible(user_filter if VIEWING.get() is None else narrowed(user_filter), metadata)
+    if mode != "sparse" and typed_without_marks(query):
+        query = await _with_marks(runtime, name, query, metadata)
     try:
         dense_vec = await runtime.embedder().embed_query(query) if mode != "sparse" else None
     except EmbedderError as exc:
@@ -272,6 +274,34 @@ async def _search(runtime: "Runtime", query: str, *, top_k: int, name: str, filt
     expanded = await sections.expand(runtime, name, ranked(passages, len(passages)),
                                      budget=runtime.settings.section_chars, flt=flt)
     return expanded[:top_k]
+
+
+async def as_searched(runtime: "Runtime", query: str, *, collection: str | None = None) -> str:
+    """`query` as search reads it: Vietnamese typed without its marks with them written back where
+    the collection allows it (`_with_marks`), anything else as typed. The lines a search-only
+    answer quotes are read against the same text."""
+    query = query.strip()
+    if not typed_without_marks(query):
+        return query
+    name = collection or runtime.settings.collection
+    try:
+        metadata = await collection_metadata(runtime, name)
+    except Exception:  # noqa: BLE001 - the store is down: its search will say so
+        return query
+    return query if metadata is None else await _with_marks(runtime, name, query, metadata)
+
+
+async def _with_marks(runtime: "Runtime", name: str, query: str, metadata: dict[str, Any]) -> str:
+    """Vietnamese typed without its marks, searched with them written back from the collection's
+    Vietnamese pages (agent/knowledge/vietnamese_marks.py) where those pages have a language mean
+    of their own; as typed otherwise, or when the pages cannot be read."""
+    centering = language_centers.current(runtime, name, metadata, runtime.embedder().name)
+    if centering is None or vietnamese_marks.LANG not in centering.by_lang:
+        return query
+    try:
+        return await vietnamese_marks.with_marks(runtime, name, query, metadata)
+    except Exception:  # noqa: BLE001 - a refinement: the question is searched as typed
+        return query
 
 
 def _keep_evidence(passages: list[Passage], own: list[models.ScoredPoint], scores: list[float | None],
