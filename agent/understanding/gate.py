@@ -22,7 +22,9 @@ A message in a language the documents are mostly not written in (a Vietnamese qu
 English documents) is measured on both sides with its language's mean removed, against the examples
 measured the same way: its language no longer draws it to the examples in that language.
 Vietnamese typed without its marks is read by the embedder too poorly to judge: never refused
-nor accepted by numbers (`UNREADABLE`).
+by numbers (`UNREADABLE`). Where search writes its marks back from the documents' own Vietnamese
+pages (agent/knowledge/vietnamese_marks.py), the restored message is judged as Vietnamese, and
+only a verdict that answers it without the note is kept: a wrong refusal costs more than a note.
 A code or acronym the documents use ("PEIMS", "BCY25"), a message made only of words of the
 documents' titles and headings ("who is eligible?") or a domain-file term is never refused
 without a model; nor is a message every word of which one passage holds ("dryer vent": a row of
@@ -46,7 +48,7 @@ from agent.knowledge import calibration as cal
 from agent.knowledge import versions
 from agent.knowledge.calibration import calibrate, examples
 from agent.knowledge.language import UNMARKED_VI, detect_language, writing
-from agent.knowledge.search import search
+from agent.knowledge.search import as_searched, search
 from agent.knowledge.sparse import tokens
 from agent.knowledge.store import DENSE
 from agent.knowledge.vocabulary import MAIN_SHARE, Vocabulary, vocabulary
@@ -243,6 +245,8 @@ class TopicCheck:
             return TopicVerdict("doubt", "off-topic check unavailable", kb)
         c = state.calibration
         lang = writing(text)
+        if lang in UNREADABLE and (read := await self._as_read(text, kb, in_thread, state)) is not None:
+            return read
         across = await self._across(lang, vector, state)
         if across is not None:
             kb, nearest = across
@@ -272,6 +276,32 @@ class TopicCheck:
             verdict = replace(verdict, plain=False,
                               reason=f"{verdict.reason}, but fewer than {PLAIN_COVERAGE:.0%} of its words are the documents' own")
         return verdict
+
+    async def _as_read(self, text: str, kb: float, in_thread: bool, state: _Calibrated) -> TopicVerdict | None:
+        """The verdict on Vietnamese typed without its marks, judged with them written back as
+        search writes them (the turn's `kb` was measured so), when that answers it without the
+        note; None otherwise (it stays unreadable: never refused by numbers, noted)."""
+        restored = await as_searched(self.runtime, text, collection=self.collection)
+        if restored == text:
+            return None
+        try:
+            vector = cal.unit(np.asarray(await self.runtime.embedder().embed_query(restored), dtype=np.float32))
+        except Exception:  # noqa: BLE001 - judged as typed
+            return None
+        lang = detect_language(restored)
+        across = await self._across(lang, vector, state)
+        c = state.calibration
+        if across is not None:
+            kb, nearest = across
+        else:
+            centered = cal.unit(vector - np.asarray(c.query_center, dtype=np.float32))
+            nearest = float((state.examples @ centered).max()) if len(state.examples) else -1.0
+        verdict = decide(c, lang, kb, kb - nearest, in_thread=in_thread, across=across is not None)
+        if verdict.zone != "on" and not verdict.plain:
+            return None
+        if verdict.zone != "on" and across is None and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
+            return None
+        return replace(verdict, reason=f"{verdict.reason}; typed without marks, read as {restored!r}")
 
     async def _across(self, lang: str, vector: np.ndarray, state: _Calibrated) -> tuple[float, float] | None:
         """(similarity to the documents, to the nearest example) with the language's mean removed
