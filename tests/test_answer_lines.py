@@ -368,3 +368,22 @@ def test_a_line_of_a_q_and_a_page_is_cited_with_the_question_it_answers():
     text = compose(ToolResult(text="", data=[found]), default_prompts(), query="tenant account without owner consent").text
     assert ("> A2: Yes. Bring a signed lease and photo ID; no owner form is needed. — *[Q2: Can a tenant open an "
             "account without the property owner's consent?](https://wiki.example/accounts#accounts)* [1]") in text
+
+
+def test_neighbouring_sentences_of_one_answer_are_one_quote_with_one_citation():
+    """Three sentences of one FAQ answer, each with the same long citation, read as three answers."""
+    page = ("**Q17: Can my provider charge fees beyond my copay?**\n\n"
+            "A17: This depends on your local program's policy, which your caseworker can explain in detail. "
+            "Your local program will inform you whether providers may charge parents the difference between "
+            "the reimbursement rate and the provider's actual rate. A provider may only charge you this "
+            "difference if the local program permits it, and must tell you in writing first.\n\n"
+            "**Q18: Who pays the registration fee?**\n\nA18: Registration fees are paid by the parent.")
+    found = Passage(text=page, source="copay.md", title="Copay FAQ", section="Copay", score=1.0)
+    by_text = {u.text[:12]: u.text for u in units(page)}
+    assert len(by_text) == 4  # three sentences of A17, one of A18
+    close = {text: 0.9 for text in by_text.values()} | {by_text["A18: Registr"]: 0.5}
+    text = compose(ToolResult(text="", data=[found]), default_prompts(),
+                   query="is my provider allowed to ask for extra beyond my copay", closeness=close).text
+    quotes = [line for line in text.splitlines() if line.startswith("> ")]
+    assert len(quotes) == 1, text
+    assert quotes[0].startswith("> A17: This depends") and "must tell you in writing first. — *Q17:" in quotes[0]

@@ -180,6 +180,20 @@ def excerpt(text: str, limit: int = PASSAGE_CHARS) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _together(group: list[AnswerLine], line: AnswerLine) -> bool:
+    """Whether `line` is shown in `group`'s block: a row of the same table, or a sentence next to
+    one of its sentences under the same heading and question (three sentences of one answer are
+    one quote with one citation, not three)."""
+    first, unit = group[0].unit, line.unit
+    if group[0].passage != line.passage:
+        return False
+    if unit.table is not None or first.table is not None:
+        return unit.table is not None and first.table is not None and first.table.header == unit.table.header
+    return (unit.kind == "sentence" and not unit.then and (unit.heading, unit.asks) == (first.heading, first.asks)
+            and all(g.unit.kind == "sentence" and not g.unit.then for g in group)
+            and any(abs(g.order - line.order) == 1 for g in group))
+
+
 def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: str = "") -> str:
     """Answer lines of one passage: sentences and items quoted (an introduction with its list),
     rows of one table as one table; `note`: the passage's language when it is not the asker's."""
@@ -188,7 +202,8 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: st
         ordered = sorted(lines, key=lambda line: line.order)
         table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
         return f"{table.markdown()}\n\n— {_cite(ref, number, unit.heading)}{note}"
-    quoted = f"> {unit.text} — {_cite(ref, number, unit.heading, unit.asks)}{note}"
+    text = " ".join(line.unit.text for line in sorted(lines, key=lambda line: line.order))  # neighbouring sentences
+    quoted = f"> {text} — {_cite(ref, number, unit.heading, unit.asks)}{note}"
     if unit.then:  # an introduction ("Boards must:") with the list it introduces
         quoted += "\n" + "\n".join(f"> {line}" for line in unit.then.splitlines())
     return quoted
@@ -218,13 +233,15 @@ def compose(result: ToolResult | None, prompts: "PromptSet", *, query: str = "",
     asked_in = query_language(query) if query.strip() else ""
     answers = answer_lines(query, ranked, closeness=closeness) if query.strip() else []
     groups: list[list[AnswerLine]] = []
-    for line in answers:  # rows of one table in one passage go together
-        same = next((g for g in groups if g[0].passage == line.passage and line.unit.table is not None
-                     and g[0].unit.table is not None and g[0].unit.table.header == line.unit.table.header), None)
-        if same is not None:
-            same.append(line)
-        else:
+    for line in answers:  # rows of one table, or neighbouring sentences, of one passage go together
+        same = next((g for g in groups if _together(g, line)), None)
+        if same is None:
             groups.append([line])
+            continue
+        same.append(line)
+        for other in [g for g in groups if g is not same and all(_together(same, o) for o in g)]:
+            same.extend(other)  # the sentence between two quoted ones joins them
+            groups.remove(other)
     for group in groups:
         n = number[id(ranked[group[0].passage])]
         cited = max(cited, n)
