@@ -189,8 +189,8 @@ def _together(group: list[AnswerLine], line: AnswerLine) -> bool:
         return False
     if unit.table is not None or first.table is not None:
         return unit.table is not None and first.table is not None and first.table.header == unit.table.header
-    return (unit.kind == "sentence" and not unit.then and (unit.heading, unit.asks) == (first.heading, first.asks)
-            and all(g.unit.kind == "sentence" and not g.unit.then for g in group)
+    return (unit.kind == first.kind == "sentence" and not unit.then and not first.then
+            and (unit.heading, unit.asks) == (first.heading, first.asks)
             and any(abs(g.order - line.order) == 1 for g in group))
 
 

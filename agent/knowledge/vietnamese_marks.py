@@ -63,14 +63,14 @@ class Spelling:
         best: dict[str, tuple[float, list[str]]] = {}
         for i, forms in enumerate(options):
             written = sum(self._count(f) for f in forms) + 1
+            followed = {before: sum(self.pairs[(before, f)] for f in forms) + 1 for before in best}
             step: dict[str, tuple[float, list[str]]] = {}
             for form in forms:
                 alone = (self._count(form) + 0.1) / written
                 if not best:
                     step[form] = (math.log(alone), [form])
                     continue
-                step[form] = max((score + math.log((self.pairs[(before, form)] + alone)
-                                                   / (sum(self.pairs[(before, f)] for f in forms) + 1)), path + [form])
+                step[form] = max((score + math.log((self.pairs[(before, form)] + alone) / followed[before]), path + [form])
                                  for before, (score, path) in best.items())
             best = step
         chosen = max(best.values())[1]

@@ -237,6 +237,9 @@ class TopicCheck:
         state = await self.calibrated()
         if state is None:
             return TopicVerdict("doubt", "not calibrated", kb)
+        lang = writing(text)
+        if lang in UNREADABLE and (read := await self._as_read(text, kb, in_thread, state)) is not None:
+            return read
         try:
             # the turn's search embedded the same text: the runtime's in-memory query cache has it
             vector = cal.unit(np.asarray(await self.runtime.embedder().embed_query(text), dtype=np.float32))
@@ -244,22 +247,13 @@ class TopicCheck:
             log.warning("off-topic check unavailable: %s", type(exc).__name__)
             return TopicVerdict("doubt", "off-topic check unavailable", kb)
         c = state.calibration
-        lang = writing(text)
-        if lang in UNREADABLE and (read := await self._as_read(text, kb, in_thread, state)) is not None:
-            return read
-        across = await self._across(lang, vector, state)
-        if across is not None:
-            kb, nearest = across
-        else:
-            centered = cal.unit(vector - np.asarray(c.query_center, dtype=np.float32))
-            nearest = float((state.examples @ centered).max()) if len(state.examples) else -1.0
-        margin = kb - nearest
+        kb, margin, across = await self._measured(lang, vector, kb, state)
         verdict = decide(c, lang, kb, margin, in_thread=in_thread, held="points back at the thread" if refers_back else None,
-                         across=across is not None)
+                         across=across)
         # the documents' vocabulary is read only for a short thread message about to be refused
         if verdict.zone == "off" and in_thread and await self._documents_words_only(text):
             verdict = decide(c, lang, kb, margin, in_thread=True, held="every word of it is the documents' own",
-                             across=across is not None)
+                             across=across)
         # a doubtful message is lifted only from a verdict of the numbers (not one of a knowledge
         # base too small to calibrate, nor of a writing the embedder cannot read)
         liftable = verdict.zone == "off" or (c.chunks >= MIN_PASSAGES and lang not in UNREADABLE)
@@ -272,7 +266,7 @@ class TopicCheck:
         if verdict.zone == "off" and len(text.split()) <= TERSE_WORDS and (source := await self._held_but_one(text)):
             verdict = TopicVerdict("doubt", f"{verdict.reason}, but it is terse and one passage holds every word of it "
                                             f"but one the documents never use ({source})", kb, margin)
-        if verdict.plain and across is None and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
+        if verdict.plain and not across and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
             verdict = replace(verdict, plain=False,
                               reason=f"{verdict.reason}, but fewer than {PLAIN_COVERAGE:.0%} of its words are the documents' own")
         return verdict
@@ -289,19 +283,25 @@ class TopicCheck:
         except Exception:  # noqa: BLE001 - judged as typed
             return None
         lang = detect_language(restored)
+        kb, margin, across = await self._measured(lang, vector, kb, state)
+        verdict = decide(state.calibration, lang, kb, margin, in_thread=in_thread, across=across)
+        if verdict.zone != "on" and not verdict.plain:
+            return None
+        if verdict.zone != "on" and not across and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
+            return None
+        return replace(verdict, reason=f"{verdict.reason}; typed without marks, read as {restored!r}")
+
+    async def _measured(self, lang: str, vector: np.ndarray, kb: float, state: _Calibrated) -> tuple[float, float, bool]:
+        """(similarity to the documents, margin over the nearest example to decline, whether both
+        were measured across languages): `kb` as the turn's search measured it, unless the message
+        is measured across languages (`_across`)."""
         across = await self._across(lang, vector, state)
-        c = state.calibration
         if across is not None:
             kb, nearest = across
         else:
-            centered = cal.unit(vector - np.asarray(c.query_center, dtype=np.float32))
+            centered = cal.unit(vector - np.asarray(state.calibration.query_center, dtype=np.float32))
             nearest = float((state.examples @ centered).max()) if len(state.examples) else -1.0
-        verdict = decide(c, lang, kb, kb - nearest, in_thread=in_thread, across=across is not None)
-        if verdict.zone != "on" and not verdict.plain:
-            return None
-        if verdict.zone != "on" and across is None and (await self._coverage(text) or 0.0) < PLAIN_COVERAGE:
-            return None
-        return replace(verdict, reason=f"{verdict.reason}; typed without marks, read as {restored!r}")
+        return kb, kb - nearest, across is not None
 
     async def _across(self, lang: str, vector: np.ndarray, state: _Calibrated) -> tuple[float, float] | None:
         """(similarity to the documents, to the nearest example) with the language's mean removed
