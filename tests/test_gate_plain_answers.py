@@ -7,7 +7,9 @@ cover". On the kept eval sets 531 of 1,240 answerable questions were so hedged
 message plainly: leaning to the documents, rather than to an example to decline, further than
 any example itself does; and one passage holding every word of it (which already kept such a
 message from a refusal). A doubtful message leaning further than 95 % of the examples is answered
-without the note too, when judged across languages or mostly in the documents' own words.
+without the note too, when judged across languages or mostly in the documents' own words; and
+so is one both searches, by meaning and by words, find in one document, one of whose passages
+holds most of its words.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ async def test_without_that_evidence_they_would_carry_the_note(city_permits_sett
         return None
 
     monkeypatch.setattr(gate.TopicCheck, "_one_passage_holds", nothing)
+    monkeypatch.setattr(gate.TopicCheck, "_searches_agree", nothing)
     async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
         # its margin is above 95 % of the examples', and every word of it is the documents' own
         route = await service.route("gas fireplace")
@@ -48,6 +51,55 @@ async def test_without_that_evidence_they_would_carry_the_note(city_permits_sett
         monkeypatch.setattr(gate, "PLAIN_PCT", 100)  # no such margin counts: the note, as before
         route = await service.route("gas fireplace")
         assert route.name == "knowledge" and route.borderline, route.reason
+
+
+async def test_a_question_both_searches_find_in_one_document_is_answered_without_the_note(city_permits_settings,
+                                                                                       monkeypatch):
+    """Staff wording ("sqft", a typo) keeps these from the documents' words, and their margins from
+    a plain answer; the search by meaning and the search by words both find them in one document,
+    one of whose passages holds most of their words (gate.AGREE_SHARE). Without that evidence each
+    is answered under the note."""
+    cases = (("sign permit 50 sqft cost", "sign-permits.md"),
+             ("EV charger circut fee for my garage", "electrical-permits.md"))
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        for question, source in cases:
+            route = await service.route(question)
+            assert route.name == "knowledge" and not route.borderline, (question, route.reason)
+            assert f"both searches find it in {source}" in route.reason, route.reason
+
+    async def nothing(self, text: str) -> None:
+        return None
+
+    monkeypatch.setattr(gate.TopicCheck, "_searches_agree", nothing)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        for question, _ in cases:
+            route = await service.route(question)
+            assert route.name == "knowledge" and route.borderline, (question, route.reason)
+
+
+async def test_one_judgement_searches_by_words_once(city_permits_settings, monkeypatch):
+    """The one-passage check and the agreement read the same BM25 search of the message."""
+    searched = []
+    real = gate.search
+
+    async def counting(runtime, query, **kwargs):
+        searched.append(kwargs.get("mode", "hybrid"))
+        return await real(runtime, query, **kwargs)
+
+    monkeypatch.setattr(gate, "search", counting)
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("sign permit 50 sqft cost")
+        assert "both searches find it in sign-permits.md" in route.reason, route.reason
+    assert searched.count("sparse") == 1 and searched.count("dense") == 1, searched
+
+
+async def test_two_words_of_three_are_not_evidence_enough(city_permits_settings):
+    """"weather" and "Salem" are both in the office-hours page (closures for bad weather), and
+    both searches go there: two held words of a three-word message are not enough (AGREE_WORDS)."""
+    async with open_runtime(city_permits_settings) as rt, service_on(rt) as service:
+        route = await service.route("what's the weather in Salem tomorrow?")
+        assert "both searches" not in route.reason, route.reason
+        assert route.name == "offtopic" or route.borderline, route.reason
 
 
 async def test_a_request_leaning_as_far_keeps_the_note_when_its_words_are_not_the_documents(city_permits_settings):
