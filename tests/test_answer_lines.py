@@ -81,6 +81,39 @@ def test_the_answering_rows_show_as_a_table_with_their_header():
     assert "| Total valuation | Permit fee |" in head and "$11.50" in head and "— *[Fees]" in head
 
 
+SIGNS = """## Fees
+
+| Sign area | Permit fee |
+|---|---|
+| Up to 32 square feet | **$120** |
+| 33 to 100 square feet | **$195** |
+| Over 100 square feet | **$290** |
+| Sidewalk sign (A-frame) annual permit | **$50** per year |
+"""
+
+
+def test_a_short_table_is_shown_whole_where_one_of_its_rows_answers():
+    """"50 sqft" is answered by the row "33 to 100 square feet", a range no word of the question
+    matches: the rows the words pick ($120, $50) would answer it wrongly. A short table is read
+    at a glance, so it is shown whole, once, with its citation."""
+    text = compose(ToolResult(text="", data=[passage(SIGNS, "Fees", "sign-permits.md")]), default_prompts(),
+                   query="sign permit 50 sqft cost").text
+    head = text.split("**[1]**")[0]
+    assert "| 33 to 100 square feet | **$195** |" in head and "| Up to 32 square feet | **$120** |" in head
+    assert head.count("| Sign area | Permit fee |") == 1
+    [line, *_] = answer_lines("sign area up to 32 square feet fee", [passage(SIGNS)])
+    assert line.unit.kind == "row" and "$290" in line.unit.markdown()
+
+
+def test_a_long_table_shows_only_the_rows_that_answer():
+    rows = "\n".join(f"| Zone R{i} | {i * 5} feet |" for i in range(1, 13))
+    table = f"| Zone | Front setback |\n|---|---|\n{rows}\n"
+    text = compose(ToolResult(text="", data=[passage(table, "Setbacks", "zoning.md")]), default_prompts(),
+                   query="front setback zone R7").text
+    head = text.split("**[1]**")[0]
+    assert "| Zone R7 | 35 feet |" in head and "| Zone R3 |" not in head
+
+
 def test_one_lead_in_chosen_from_the_evidence():
     strong, weak = ToolResult(text=""), ToolResult(text="", weak_evidence=True)
     assert lead_in(strong) == ANSWERED
@@ -232,7 +265,9 @@ def test_an_answer_line_from_another_language_says_so():
     close = {u.text: (0.84 if "bounced" in u.text else 0.80) for u in units(BOUNCED)}
     with speaking("es"):
         text = compose(ToolResult(text="", data=[english]), default_prompts(), query=question, closeness=close).text
-    assert "| Returned (bounced) check | $35 per check |\n\n— *Returned payments* [1] (en inglés)" in text
+    # a short table, shown whole (WHOLE_ROWS), with the note that it is in English
+    assert "| Returned (bounced) check | $35 per check |\n| Refund request | within 180 days of payment |\n\n" \
+           "— *Returned payments* [1] (en inglés)" in text
 
 
 def test_vietnamese_typed_without_marks_reads_vietnamese_lines_never_other_languages_by_meaning():

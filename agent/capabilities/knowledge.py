@@ -200,7 +200,11 @@ def _answer_block(lines: list[AnswerLine], number: int, ref: Reference, note: st
     unit = lines[0].unit
     if unit.table is not None:  # the rows in the table's order
         ordered = sorted(lines, key=lambda line: line.order)
-        table = unit.table.with_rows([line.unit.table.rows[0] for line in ordered if line.unit.table is not None])
+        rows = [line.unit for line in ordered if line.unit.table is not None]
+        if all(r.whole is unit.whole for r in rows) and unit.shown is unit.whole:
+            table = unit.whole  # a short table, whole
+        else:
+            table = unit.table.with_rows([r.table.rows[0] for r in rows])
         return f"{table.markdown()}\n\n— {_cite(ref, number, unit.heading)}{note}"
     text = " ".join(line.unit.text for line in sorted(lines, key=lambda line: line.order))  # neighbouring sentences
     quoted = f"> {text} — {_cite(ref, number, unit.heading, unit.asks)}{note}"
