@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(150, description="Characters of overlap between consecutive chunks of a section.")
     top_k: int = Field(5, description="Passages returned by a search.")
     context_chars: int = Field(10000, description="Character budget of what a knowledge search hands the model (get_formatted_context; an MCP tool's result too): about 2,500 tokens, room for the top passages with their sections and the rest as passages alone.")
-    translate_queries: bool = Field(False, description="Cross-language retrieval with a model: the router model translates each knowledge search into the other languages the knowledge base holds (one more model call a question, only for a base in several languages).")
+    translate_queries: bool = Field(False, description="Cross-language retrieval with a model: the router model translates each knowledge search into the languages the knowledge base holds besides the question's (one more model call a question; none when the base holds only the question's language). See docs/knowledge.md, \"Where it stops without a model\".")
     section_chars: int = Field(3500, description="Most characters of the section around a matched passage that a search hands over as its context (the whole section when it fits; 0: the passage alone).")
     min_score: float = Field(0.80, description="Dense cosine score below which evidence is flagged as weak.")
 
